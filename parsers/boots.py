@@ -1,0 +1,418 @@
+"""Events -> Boot records: split a log at each new start-up, attach facts, shape, failures and
+runtime samples, and decide each boot's outcome (``../shared/facts.md``, "Boot outcome").
+
+A new boot starts when a start-up marker (version banner, args dump, engine initialisation)
+arrives after the current boot has moved on (any figure, failure or progress), or when the
+engine-core / API-server process of the same name comes back with a new pid.  An identical
+repeated start-up line (two API servers, a report that pasted it twice) is the same boot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .lines import Line
+from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Event
+from .units import Quantity
+from .vocabulary import FACTS, F, O, P, S, SHAPE_DEFAULTS
+
+_START_RANK = {"start:banner": 0, "start:args": 1, "start:engine": 2}
+_PROGRESS = ["progress:load", "progress:loaded", "progress:profiled", "progress:kv", "progress:capture"]
+# where a failure happened when nothing but the boot's progress tells
+_PHASE_AFTER = {
+    None: P.unknown,
+    "progress:load": P.load,
+    "progress:loaded": P.profile,
+    "progress:profiled": P.kv_alloc,
+    "progress:kv": P.kv_alloc,
+    "progress:capture": P.graph_capture,
+}
+_SHAPE_PRECEDENCE = {S.args: 0, S.engine_config: 1, S.log: 2, S.default: 3}
+_HINT_WINDOW = 150  # lines: a traceback's frames sit this close to its failure line
+_MERGE_WINDOW = 3  # lines: a failure record split over adjacent lines is one failure
+
+
+@dataclass
+class Fact:
+    name: str
+    value: float | int
+    unit: str
+    precision: float | None
+    rank: int | None
+    process: str | None
+    line: int
+    text: str
+    pack: str | None = None
+
+
+@dataclass
+class Failure:
+    kind: str
+    phase: str | None
+    line: int
+    text: str
+    rank: int | None
+    process: str | None
+    figures: dict[str, Any] = field(default_factory=dict)
+    precision: dict[str, float] = field(default_factory=dict)
+    pack: str | None = None
+    implies_up: bool = False
+    progress: str | None = field(default=None, repr=False)  # how far the boot had got
+
+
+@dataclass
+class ShapeValue:
+    key: str
+    value: Any
+    source: str
+    line: int | None
+    text: str | None
+    pack: str | None = None
+
+
+@dataclass
+class RuntimeSample:
+    kind: str  # "engine_stats" | "spec_decode"
+    line: int
+    timestamp: str | None
+    engine: int | None
+    values: dict[str, Any]
+
+
+@dataclass
+class Boot:
+    index: int  # 0-based position in the file
+    first_line: int
+    last_line: int = 0
+    engine_name: str = "vllm"
+    engine_version: str | None = None
+    engine_commit: str | None = None
+    image_digests: list[str] = field(default_factory=list)
+    outcome: str = O.incomplete
+    started_at: str | None = None  # "YYYY-MM-DD HH:MM:SS"
+    year_inferred: bool = False
+    ready_line: int | None = None
+    ready_at: str | None = None
+    ended_at: str | None = None
+    facts: list[Fact] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    shape: dict[str, ShapeValue] = field(default_factory=dict)
+    runtime: list[RuntimeSample] = field(default_factory=list)
+    access_lines: int = 0
+    request_lines: int = 0
+    # assembly state
+    _starts: dict[str, str] = field(default_factory=dict, repr=False)
+    _progress: str | None = field(default=None, repr=False)
+    _moved_on: bool = field(default=False, repr=False)
+    _hints: list[tuple[int, str, str | None]] = field(default_factory=list, repr=False)
+    _pids: dict[str, int] = field(default_factory=dict, repr=False)
+    _args_complete: bool = field(default=False, repr=False)
+    _first_ts: tuple[str, int | None] | None = field(default=None, repr=False)
+    _ready_ts: tuple[str, int | None] | None = field(default=None, repr=False)
+    _last_ts: tuple[str, int | None] | None = field(default=None, repr=False)
+    _up_line: int | None = field(default=None, repr=False)
+
+    # -- reading ------------------------------------------------------------------------------
+    def summary(self, name: str) -> Fact | None:
+        """The boot's figure for a fact: per ``FactSpec.summary`` over all its values."""
+        values = [f for f in self.facts if f.name == name]
+        if not values:
+            return None
+        how = FACTS[name].summary if name in FACTS else "last"
+        if how == "min":
+            return min(values, key=lambda f: (f.value, f.line))
+        if how == "max":
+            return max(values, key=lambda f: (f.value, -f.line))
+        return values[-1]
+
+    def fact_names(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for f in self.facts:
+            seen.setdefault(f.name, None)
+        return list(seen)
+
+    @property
+    def runtime_counts(self) -> dict[str, int]:
+        return {
+            "engine_stats": sum(1 for s in self.runtime if s.kind == "engine_stats"),
+            "spec_decode": sum(1 for s in self.runtime if s.kind == "spec_decode"),
+        }
+
+
+class BootAssembler:
+    """Feed ``(line, events)`` in line order; ``finish()`` returns the boots."""
+
+    def __init__(self, first_line: int = 1, default_year: int | None = None):
+        self.boots: list[Boot] = []
+        self.current: Boot | None = None
+        self.first_line = first_line
+        self.default_year = default_year
+
+    # -- feeding ------------------------------------------------------------------------------
+    def feed(self, line: Line, events: list[Event]) -> list[Boot]:
+        """Consume one line's events; returns the boots that this line closed (for streaming)."""
+        closed: list[Boot] = []
+        if not events:
+            return closed
+        boot = self._boot_for(line, events, closed)
+        if line.timestamp:
+            stamp = (line.timestamp, line.year)
+            boot._first_ts = boot._first_ts or stamp
+            boot._last_ts = stamp
+        for ev in events:
+            handler = _HANDLERS[ev.kind]
+            handler(self, boot, ev)
+        return closed
+
+    def _boot_for(self, line: Line, events: list[Event], closed: list[Boot]) -> Boot:
+        boot = self.current
+        if boot is None:
+            boot = self._new(self.first_line)
+        starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK]
+        new = False
+        if starts:
+            for ev in starts:
+                seen = boot._starts.get(ev.rule.marker)
+                if seen is not None and seen == line.message:
+                    continue  # the same start-up line again: one boot
+                later = any(_START_RANK[m] >= _START_RANK[ev.rule.marker] for m in boot._starts)
+                if boot._moved_on or later:
+                    new = True
+        if not new and line.process and line.pid is not None and _one_per_boot(line.process):
+            pid = boot._pids.get(line.process)
+            if pid is not None and pid != line.pid and boot._moved_on:
+                new = True
+        if new:
+            closed.append(self._close(boot, line.number - 1))
+            boot = self._new(line.number)
+        if line.process and line.pid is not None and _one_per_boot(line.process):
+            boot._pids.setdefault(line.process, line.pid)
+        return boot
+
+    def _new(self, first_line: int) -> Boot:
+        boot = Boot(index=len(self.boots), first_line=first_line)
+        self.boots.append(boot)
+        self.current = boot
+        return boot
+
+    # -- handlers -------------------------------------------------------------------------------
+    def _on_fact(self, boot: Boot, ev: Event) -> None:
+        rank = ev.line.rank if ev.rule.rank_from_prefix else None
+        for name, q in ev.data.items():
+            boot.facts.append(_fact(name, q, rank, ev, ev.rule.pack))
+        boot._moved_on = True
+
+    def _on_shape(self, boot: Boot, ev: Event) -> None:
+        data = ev.data
+        if "items" in data:
+            source, items = data["source"], data["items"]
+            if source == S.args and data.get("complete"):
+                boot._args_complete = True
+        else:
+            source, items = S.log, {k: (v.value if isinstance(v, Quantity) else v) for k, v in data.items()}
+        for key, value in items.items():
+            _set_shape(boot, ShapeValue(key, value, source, ev.line.number, ev.text, ev.rule.pack))
+        # facts.md: max_model_len is also read from the args dump and the engine config
+        mml = items.get("max_model_len")
+        if source in (S.args, S.engine_config) and isinstance(mml, int) and not isinstance(mml, bool):
+            if mml > 0:
+                boot.facts.append(Fact(F.max_model_len, mml, FACTS[F.max_model_len].unit, None,
+                                       None, ev.line.process, ev.line.number, ev.text))
+
+    def _on_meta(self, boot: Boot, ev: Event) -> None:
+        d = ev.data
+        if d.get("engine_version") and (boot.engine_version is None or
+                                        (d.get("engine_commit") and not boot.engine_commit)):
+            boot.engine_version = d["engine_version"]
+        if d.get("engine_commit") and not boot.engine_commit:
+            boot.engine_commit = d["engine_commit"]
+        for digest in d.get("image_digests", []):
+            if digest not in boot.image_digests:
+                boot.image_digests.append(digest)
+
+    def _on_marker(self, boot: Boot, ev: Event) -> None:
+        marker = ev.rule.marker
+        if marker in _START_RANK:
+            boot._starts.setdefault(marker, ev.line.message)
+        elif marker in _PROGRESS:
+            boot._moved_on = True
+            if boot._progress is None or _PROGRESS.index(marker) > _PROGRESS.index(boot._progress):
+                boot._progress = marker
+        elif marker == "ready":
+            self._ready(boot, ev.line)
+
+    def _ready(self, boot: Boot, line: Line) -> None:
+        boot._moved_on = True
+        if boot.ready_line is None:
+            boot.ready_line = line.number
+            if line.timestamp:
+                boot._ready_ts = (line.timestamp, line.year)
+
+    def _on_hint(self, boot: Boot, ev: Event) -> None:
+        boot._hints.append((ev.line.number, ev.rule.phase, ev.line.process))
+
+    def _on_failure(self, boot: Boot, ev: Event) -> None:
+        boot._moved_on = True
+        figures: dict[str, Any] = {}
+        precision: dict[str, float] = {}
+        for name, v in ev.data.items():
+            if isinstance(v, Quantity):
+                figures[name] = v.value
+                if v.precision:
+                    precision[name] = v.precision
+            else:
+                figures[name] = v
+        rank = ev.line.rank if ev.rule.rank_from_prefix else None
+        failure = Failure(ev.rule.failure or "", ev.rule.phase, ev.line.number, ev.text, rank,
+                          ev.line.process, figures, precision, ev.rule.pack, ev.rule.implies_up,
+                          boot._progress)
+        if ev.rule.implies_up and boot._up_line is None:
+            boot._up_line = ev.line.number
+        for prev in reversed(boot.failures):
+            if prev.kind != failure.kind:
+                continue
+            if failure.line - prev.line <= _MERGE_WINDOW and prev.process == failure.process:
+                _merge(prev, failure)  # one record over adjacent lines (pydantic's detail line)
+                return
+            if prev.rank == failure.rank and _same_figures(prev, failure):
+                return  # the same failure printed again (re-raised, repeated per process)
+        boot.failures.append(failure)
+
+    def _on_runtime(self, boot: Boot, ev: Event) -> None:
+        d = ev.data
+        if d["kind"] == "engine_stats_extra":  # V0's separate prefix-hit line follows the stats line
+            for sample in reversed(boot.runtime):
+                if sample.kind == "engine_stats" and ev.line.number - sample.line <= _MERGE_WINDOW:
+                    sample.values.update(d["values"])
+                    break
+            return
+        boot.runtime.append(RuntimeSample(d["kind"], ev.line.number, ev.line.timestamp, d["engine"],
+                                          dict(d["values"])))
+        self._ready(boot, ev.line)
+
+    def _on_count(self, boot: Boot, ev: Event) -> None:
+        if ev.rule.marker == "access":
+            boot.access_lines += 1
+        else:
+            boot.request_lines += 1
+        if ev.rule.implies_up and boot._up_line is None:
+            boot._up_line = ev.line.number
+        self._ready(boot, ev.line)
+
+    # -- closing --------------------------------------------------------------------------------
+    def _close(self, boot: Boot, last_line: int) -> Boot:
+        boot.last_line = max(last_line, boot.first_line)
+        _fill_defaults(boot)
+        _decide(boot)
+        year = None
+        for stamp in (boot._first_ts, boot._ready_ts, boot._last_ts):
+            if stamp and stamp[1]:
+                year = stamp[1]
+                break
+        boot.year_inferred = year is None
+        year = year or self.default_year
+        boot.started_at = _stamp(boot._first_ts, year)
+        boot.ready_at = _stamp(boot._ready_ts, year)
+        boot.ended_at = _stamp(boot._last_ts, year)
+        return boot
+
+    def finish(self, total_lines: int) -> list[Boot]:
+        if self.current is not None:
+            self._close(self.current, total_lines)
+            self.current = None
+        return self.boots
+
+
+_HANDLERS = {
+    FACT: BootAssembler._on_fact,
+    SHAPE: BootAssembler._on_shape,
+    META: BootAssembler._on_meta,
+    MARKER: BootAssembler._on_marker,
+    HINT: BootAssembler._on_hint,
+    FAILURE: BootAssembler._on_failure,
+    RUNTIME: BootAssembler._on_runtime,
+    COUNT: BootAssembler._on_count,
+}
+
+
+def _one_per_boot(process: str) -> bool:
+    """Processes a boot has exactly one of, so a new pid under the same name is a new boot."""
+    return process.startswith("EngineCore") or process == "APIServer"
+
+
+def _fact(name: str, q: Quantity, rank: int | None, ev: Event, pack: str | None) -> Fact:
+    unit = q.unit or (FACTS[name].unit if name in FACTS else "")
+    return Fact(name, q.value, unit, q.precision, rank, ev.line.process, ev.line.number, ev.text, pack)
+
+
+def _set_shape(boot: Boot, new: ShapeValue) -> None:
+    old = boot.shape.get(new.key)
+    if old is None or _SHAPE_PRECEDENCE[new.source] < _SHAPE_PRECEDENCE[old.source]:
+        boot.shape[new.key] = new
+
+
+def _fill_defaults(boot: Boot) -> None:
+    """Defaults only where a complete non-default args dump shows the key was left alone."""
+    if not boot._args_complete:
+        return
+    for key, value in SHAPE_DEFAULTS.items():
+        if key not in boot.shape:
+            boot.shape[key] = ShapeValue(key, value, S.default, None, None)
+
+
+def _merge(into: Failure, other: Failure) -> None:
+    for name, value in other.figures.items():
+        if name == "message" and "message" in into.figures and into.figures["message"] != value:
+            into.figures["message"] = f"{into.figures['message']}: {value}"
+        else:
+            into.figures.setdefault(name, value)
+    for name, p in other.precision.items():
+        into.precision.setdefault(name, p)
+    into.text = into.text + "\n" + other.text
+    into.implies_up = into.implies_up or other.implies_up
+
+
+def _same_figures(a: Failure, b: Failure) -> bool:
+    return a.figures == b.figures
+
+
+def _decide(boot: Boot) -> None:
+    """Outcome and failure phases, per facts.md."""
+    failures = sorted(boot.failures, key=lambda f: f.line)
+    boot.failures = failures
+    first = failures[0].line if failures else None
+    up = boot.ready_line is not None and (first is None or boot.ready_line < first)
+    implied = boot._up_line is not None
+    if not failures:
+        boot.outcome = O.ready if boot.ready_line is not None else O.incomplete
+    elif up or implied:
+        boot.outcome = O.crashed
+    else:
+        boot.outcome = O.failed
+    for f in failures:
+        if f.phase is not None:
+            continue
+        if boot.outcome == O.crashed:
+            f.phase = P.runtime
+            continue
+        f.phase = _hinted_phase(boot, f) or _PHASE_AFTER[f.progress]
+
+
+def _hinted_phase(boot: Boot, f: Failure) -> str | None:
+    """The innermost traceback frame near the failure: the last one before it, else the last
+    one of the traceback that follows it ("EngineCore failed to start." precedes its frames)."""
+    before = [h for h in boot._hints if f.line - _HINT_WINDOW <= h[0] <= f.line]
+    if before:
+        return before[-1][1]
+    after = [h for h in boot._hints if f.line < h[0] <= f.line + _HINT_WINDOW]
+    return after[-1][1] if after else None
+
+
+def _stamp(ts: tuple[str, int | None] | None, year: int | None) -> str | None:
+    if ts is None:
+        return None
+    md, hms = ts[0].split(" ")
+    if year is None:
+        return None
+    return f"{year:04d}-{md} {hms}"

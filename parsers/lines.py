@@ -1,0 +1,152 @@
+"""The line model: one physical log line, stripped of colour, paste wrappers and vLLM's header.
+
+A vLLM record looks like (see reference §1)::
+
+    [wrappers] [(<process> pid=N) ][[Stage-k] ]LEVEL MM-DD HH:MM:SS [file.py:NNN] message
+
+Wrappers are what the tools people paste from add in front: docker-compose ``name-1  | ``,
+RFC 3339 container timestamps, ``journalctl``'s ``Mon DD HH:MM:SS host unit[pid]: ``,
+``kubectl logs --prefix``'s ``[pod/name/container] ``, TorchServe's ``MODEL_LOG - ``, markdown
+quote and list markers, indentation and right-padding.  ``file.py:NNN`` is kept as text but no
+rule ever keys on it: the numbers change with every release.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Raw ESC sequences and the caret notation some pastes show instead (``^[[0;36m``).
+_ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]")
+
+# One wrapper at the start of the line; applied repeatedly.  Group ``year`` (when present)
+# carries a full date that vLLM's own MM-DD timestamp lacks.
+_WRAPPERS = [
+    re.compile(r"(?:>[ \t]?)+"),  # markdown quote
+    re.compile(r"[-*+] (?=\S)"),  # markdown list marker
+    # RFC 3339 container/runtime timestamp (docker --timestamps, kubectl --timestamps, runpod),
+    # optionally followed by TorchServe's "[LEVEL ] W-9000-model-stdout MODEL_LOG - ".
+    re.compile(
+        r"(?P<year>\d{4})-(?P<mon>\d\d)-(?P<day>\d\d)T\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+        r"(?:[ \t]+\[\w+ *\] \S+ MODEL_LOG -)?[ \t]+"
+    ),
+    # "YYYY-MM-DD HH:MM:SS | host | " (Ray dashboards, FastChat's stderr relay)
+    re.compile(r"(?P<year>\d{4})-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: \| [^|]*)* \| "),
+    # journalctl: "Mar 05 12:00:01 host vllm[123]: "
+    re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: "),
+    re.compile(r"\[pod/[^\]\s]+(?: [^\]]*)?\] "),  # kubectl logs --prefix
+    re.compile(r"[A-Za-z0-9][\w.-]*[ \t]+\| ?"),  # docker compose "name-1  | "
+]
+
+# "(Worker_TP1 pid=147) ", "(VllmWorker rank=5 pid=3073) ", "(RayWorkerWrapper pid=1, ip=10.0.0.1) ".
+# A paste can lose the opening parenthesis, so it is optional at the start of the line.
+_PROCESS = re.compile(
+    r"\(?(?P<proc>[A-Za-z_][\w]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?) pid=(?P<pid>\d+)"
+    r"(?:, ip=[^)]*)?\) ?"
+)
+_STAGE = re.compile(r"\[Stage-\d+\] ")  # vllm-omni puts a stage tag after the prefix
+
+# vLLM's header, every release (reference §1.4): '[' before file:line only from 0.8.0.
+_HEADER = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? "
+    r"\[?(?P<file>[^\s:\[\]]+):(?P<lineno>\d+)\] ?"
+)
+_RANK_EQ = re.compile(r"rank=(\d+)")
+_TP = re.compile(r"(?:^|[_ ])TP(\d+)")
+_REPEATED = re.compile(r" \[repeated \d+x across cluster\]$")  # Ray's de-duplication suffix
+
+
+@dataclass(slots=True)
+class Line:
+    number: int  # 1-based, in the file as given
+    raw: str  # the physical line, without its line ending
+    message: str  # what the rules match: the text after every prefix
+    process: str | None = None  # "Worker_TP1", "EngineCore", "VllmWorker rank=5", ...
+    pid: int | None = None
+    rank: int | None = None
+    level: str | None = None
+    timestamp: str | None = None  # vLLM's "MM-DD HH:MM:SS" (no year)
+    year: int | None = None  # from a wrapper that printed one, else None
+    source_file: str | None = None  # "gpu_worker.py" — evidence only, never matched on
+
+    @property
+    def has_header(self) -> bool:
+        return self.level is not None
+
+    @property
+    def has_prefix(self) -> bool:
+        return self.process is not None or self.level is not None
+
+
+def rank_of(process: str) -> int | None:
+    """The worker a process prefix names: Worker_TP1 -> 1, VllmWorker rank=5 -> 5."""
+    m = _RANK_EQ.search(process)
+    if m:
+        return int(m.group(1))
+    m = _TP.search(process)
+    if m:
+        return int(m.group(1))
+    return None
+
+
+def strip_colour(text: str) -> str:
+    return _ANSI.sub("", text) if ("\x1b" in text or "^[" in text) else text
+
+
+def parse_line(number: int, raw: str) -> Line:
+    """Build the Line for one physical line (``raw`` may still end in '\\r' or '\\n')."""
+    raw = raw.rstrip("\r\n")
+    text = strip_colour(raw).rstrip()
+    text = _REPEATED.sub("", text)
+    year = None
+    # peel wrappers off the front until none applies
+    text = text.lstrip()
+    changed = True
+    while changed and text:
+        changed = False
+        for wrapper in _WRAPPERS:
+            m = wrapper.match(text)
+            if m and m.end() > 0:
+                if "year" in wrapper.groupindex and m.group("year"):
+                    year = int(m.group("year"))
+                text = text[m.end() :].lstrip()
+                changed = True
+                break
+    line = Line(number=number, raw=raw, message=text, year=year)
+    m = _PROCESS.match(text)
+    if m:
+        _set_process(line, m)
+        text = text[m.end() :]
+        line.message = text.strip()
+    s = _STAGE.match(text)
+    if s:
+        text = text[s.end() :]
+    h = _HEADER.match(text)
+    if h is None:
+        # an unknown wrapper in front: find the header further in, and a process prefix before it
+        h = _HEADER.search(text)
+        if h is not None and line.process is None:
+            p = None
+            for p in _PROCESS.finditer(text, 0, h.start()):
+                pass
+            if p is not None:
+                _set_process(line, p)
+    if h is not None:
+        line.level = h.group("level")
+        line.timestamp = h.group("ts")
+        line.source_file = h.group("file")
+        line.message = text[h.end() :].strip()
+    else:
+        line.message = text.strip()
+    return line
+
+
+def _set_process(line: Line, m: re.Match[str]) -> None:
+    line.process = m.group("proc")
+    line.pid = int(m.group("pid"))
+    line.rank = rank_of(line.process)
+
+
+# A cheap test used before building Line objects: does a block hold any vLLM line at all
+# (a header, or a process prefix as on traceback and tqdm lines)?
+VLLM_LINE_SEARCH = re.compile(_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^)]*)?\)")

@@ -1,0 +1,104 @@
+"""Reading log bytes: plain files, .gz, .zst and stdin, in large blocks cut at line ends.
+
+Decoding is lenient (invalid UTF-8 becomes U+FFFD) so a damaged file still yields every intact
+line.  Nothing here knows about vLLM; ``blocks()`` only hands out text that ends at a newline.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+BLOCK_SIZE = 8 * 1024 * 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+class SourceError(Exception):
+    """A log that cannot be read; the message names the file and what is wrong."""
+
+
+@dataclass
+class Source:
+    """One input: where it came from, and (after reading) its sha256 and size."""
+
+    path: str
+    _stream: io.BufferedIOBase | None = None
+    sha256: str = ""
+    size: int = 0
+    _hasher: "hashlib._Hash" = field(default_factory=hashlib.sha256, repr=False)
+
+    @property
+    def display(self) -> str:
+        return "<stdin>" if self.path == "-" else self.path
+
+    def blocks(self, block_size: int = BLOCK_SIZE) -> Iterator[str]:
+        """Yield decoded text blocks, each ending with a newline (except maybe the last)."""
+        raw = self._open()
+        carry = b""
+        try:
+            while True:
+                chunk = raw.read(block_size)
+                if not chunk:
+                    break
+                self._hasher.update(chunk)
+                self.size += len(chunk)
+                chunk = carry + chunk
+                cut = chunk.rfind(b"\n")
+                if cut < 0:
+                    carry = chunk
+                    continue
+                carry = chunk[cut + 1 :]
+                yield chunk[: cut + 1].decode("utf-8", errors="replace")
+            if carry:
+                yield carry.decode("utf-8", errors="replace")
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise SourceError(f"{self.display}: cannot read: {exc}") from None
+        finally:
+            self.sha256 = self._hasher.hexdigest()
+            if raw is not sys.stdin.buffer:
+                raw.close()
+
+    def _open(self) -> io.BufferedIOBase:
+        if self.path == "-":
+            return sys.stdin.buffer
+        path = self.path
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise SourceError(f"{path}: no such file") from None
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise SourceError(f"{path}: is a directory, not a log file")
+        try:
+            f = open(path, "rb")
+        except PermissionError:
+            raise SourceError(f"{path}: permission denied") from None
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
+        head = f.peek(4)[:4] if hasattr(f, "peek") else b""
+        if head.startswith(_GZIP_MAGIC):
+            return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
+        if head.startswith(_ZSTD_MAGIC):
+            try:
+                import zstandard
+            except ImportError:  # pragma: no cover - zstandard is a dependency
+                f.close()
+                raise SourceError(f"{path}: is zstd-compressed; install 'zstandard'") from None
+            return zstandard.ZstdDecompressor().stream_reader(f, closefd=True)  # type: ignore
+        return f
+
+
+def looks_binary(sample: str) -> bool:
+    """True when a decoded sample is mostly not text (NULs, control bytes, replacement chars)."""
+    if not sample:
+        return False
+    bad = sum(1 for ch in sample if (ch < " " and ch not in "\t\n\r\x1b\x0c") or ch == "\ufffd")
+    return bad > max(8, len(sample) // 10)
