@@ -15,7 +15,7 @@ from typing import Any
 from .lines import Line
 from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Event
 from .units import Quantity
-from .vocabulary import FACTS, F, O, P, S, SHAPE_DEFAULTS
+from .vocabulary import FACTS, F, O, P, S, SHAPE_DEFAULTS, summarize
 
 _START_RANK = {"start:banner": 0, "start:args": 1, "start:engine": 2}
 _PROGRESS = ["progress:load", "progress:loaded", "progress:profiled", "progress:kv", "progress:capture"]
@@ -116,15 +116,7 @@ class Boot:
     # -- reading ------------------------------------------------------------------------------
     def summary(self, name: str) -> Fact | None:
         """The boot's figure for a fact: per ``FactSpec.summary`` over all its values."""
-        values = [f for f in self.facts if f.name == name]
-        if not values:
-            return None
-        how = FACTS[name].summary if name in FACTS else "last"
-        if how == "min":
-            return min(values, key=lambda f: (f.value, f.line))
-        if how == "max":
-            return max(values, key=lambda f: (f.value, -f.line))
-        return values[-1]
+        return summarize(name, [f for f in self.facts if f.name == name])
 
     def fact_names(self) -> list[str]:
         seen: dict[str, None] = {}

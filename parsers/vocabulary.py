@@ -58,6 +58,20 @@ FACTS: dict[str, FactSpec] = {f.name: f for f in _FACTS}
 #: attribute access to fact names: ``F.kv_cache_tokens == "kv_cache_tokens"``
 F = SimpleNamespace(**{name: name for name in FACTS})
 
+
+def summarize(name: str, items: list, value=lambda f: f.value, line=lambda f: f.line):
+    """The one value a boot reports for fact ``name`` out of all its ``items`` (per rank,
+    repeated lines), by the fact's ``summary`` rule; pack facts (unknown here) take the last."""
+    if not items:
+        return None
+    how = FACTS[name].summary if name in FACTS else "last"
+    if how == "min":
+        return min(items, key=lambda f: (value(f), line(f)))
+    if how == "max":
+        return max(items, key=lambda f: (value(f), -line(f)))
+    return max(items, key=line)
+
+
 # -- failures ---------------------------------------------------------------------------------
 
 FAILURE_KINDS = (

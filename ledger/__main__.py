@@ -1,0 +1,6 @@
+"""``python -m ledger`` is the ``ledger`` command."""
+
+from .cli import main
+
+if __name__ == "__main__":
+    main()

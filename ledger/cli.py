@@ -1,0 +1,361 @@
+"""The ``ledger`` command: wiring options to the library and domain errors to exit codes.
+
+Nothing here parses logs or builds SQL; see ``ledger.ingest``, ``ledger.queries``,
+``ledger.diff`` and ``ledger.store``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import LedgerError
+
+DB_HELP = "Ledger file or SQLAlchemy URL (env LEDGER_DB; default ~/.local/share/ledger/ledger.db)."
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def db_option(f):
+    return click.option("--db", "db", envvar="LEDGER_DB", metavar="PATH|URL", help=DB_HELP)(f)
+
+
+def _db(db: str | None) -> str | None:
+    """The subcommand's --db, else the group's (``ledger --db X history``), else env/default."""
+    if db:
+        return db
+    ctx = click.get_current_context(silent=True)
+    return ctx.find_root().params.get("db") if ctx else None
+
+
+def _open(db: str | None):
+    from .store import open_ledger
+
+    ledger = open_ledger(_db(db))
+    if ledger.backup is not None:
+        click.echo(f"ledger: upgraded the schema; backup of the old ledger at {ledger.backup}", err=True)
+    return ledger
+
+
+class LedgerGroup(click.Group):
+    """Turns LedgerError into a one-line message and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LedgerError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ledger")
+@db_option
+def main(db: str | None) -> None:
+    """A ledger of vLLM boots: ingest boot and runtime logs, query the history, diff deploys.
+
+    \b
+    Examples:
+      ledger ingest boot.log --label fp8-4slot --repo ~/deploy
+      ledger history
+      ledger show 3
+      ledger diff fp8-4slot bf16-2slot --format markdown
+      ledger sql "SELECT name, value FROM fact WHERE boot_id = 3"
+    """
+
+
+# -- ingest -------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("logs", nargs=-1, required=True, metavar="LOG...")
+@click.option("--commit", help="The deploy repo's commit for these boots.")
+@click.option("--image", help="The container image digest (sha256:<64 hex>).")
+@click.option("--label", help="A name for the deploy (used by diff and history --deploy).")
+@click.option("--repo", type=click.Path(file_okay=False), help="Read --commit (and dirty flag) from this git repo.")
+@click.option("--year", type=click.IntRange(1970, 2100),
+              help="Year of the log's MM-DD timestamps (default: a year the log prints, else the file's mtime).")
+@click.option("--json", "as_json", is_flag=True, help="Print the stored boots as export objects.")
+@db_option
+def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
+           repo: str | None, year: int | None, as_json: bool, db: str | None) -> None:
+    """Read vLLM logs (plain, .gz, .zst, or - for stdin) into the ledger.
+
+    Each boot in a log is stored once with every figure it prints; ingesting the same file
+    content again stores nothing.
+
+    \b
+    Examples:
+      ledger ingest /var/log/vllm/boot.log --label qwen-fp8
+      docker logs vllm 2>&1 | ledger ingest - --image sha256:7923b480...
+      ledger ingest --repo ~/deploy fixtures/real/*.log
+    """
+    from .ingest import ingest_file, repo_state
+    from .queries import export
+    from .store import DeployInfo
+
+    if image and not _DIGEST.match(image):
+        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
+    dirty = None
+    if repo:
+        repo_commit, dirty = repo_state(repo)
+        if commit and not repo_commit.startswith(commit):
+            raise LedgerError(f"--commit {commit} disagrees with {repo} at {repo_commit[:12]}")
+        commit = repo_commit
+    info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty)
+    ledger = _open(db)
+    failed = 0
+    stored_ids: list[str] = []
+    try:
+        for path in logs:
+            result = ingest_file(ledger, path, info, year=year)
+            if result.error:
+                failed += 1
+                click.echo(f"error: {result.error}", err=True)
+                continue
+            for bid, boot in result.stored:
+                stored_ids.append(str(bid))
+                if not as_json:
+                    click.echo(_boot_line(bid, boot, path))
+            if result.existing and not result.stored and not as_json:
+                click.echo(f"{path}: already in the ledger ({result.existing} boot"
+                           f"{'s' if result.existing != 1 else ''}, sha256 {result.sha256[:12]}); nothing stored")
+        if as_json:
+            click.echo(json.dumps(export(ledger, stored_ids) if stored_ids else [], indent=2))
+    finally:
+        ledger.dispose()
+    if failed:
+        raise click.exceptions.Exit(1)
+
+
+def _boot_line(bid: int, boot, path: str) -> str:
+    from parsers.units import format_bytes
+    from parsers.vocabulary import F
+
+    parts = [f"boot {bid}", f"{boot.outcome:<10}"]
+    parts.append(f"vLLM {boot.engine_version}" if boot.engine_version else "vLLM ?")
+    tokens = boot.summary(F.kv_cache_tokens)
+    if tokens:
+        parts.append(f"kv {int(tokens.value):,} tokens")
+    conc = boot.summary(F.max_concurrency)
+    if conc:
+        parts.append(f"{conc.value:.2f}x")
+    mem = boot.summary(F.kv_cache_reserved_bytes) or boot.summary(F.available_kv_cache_bytes)
+    if mem:
+        parts.append(f"kv memory {format_bytes(mem.value)}")
+    weights = boot.summary(F.model_weights_bytes)
+    if weights:
+        parts.append(f"weights {format_bytes(weights.value)}")
+    if boot.failures:
+        parts.append("failure " + ", ".join(f"{f.kind}@{f.phase}" for f in boot.failures))
+    parts.append(f"({path}:{boot.first_line}-{boot.last_line})")
+    return "  ".join(parts)
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+FORMAT = click.Choice(["table", "csv", "json", "markdown"])
+
+
+@main.command()
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+@click.option("--deploy", help="Only this deploy (commit or digest prefix, or label).")
+@click.option("--outcome", type=click.Choice(["ready", "failed", "crashed", "incomplete"]))
+@click.option("--since", help="Only boots started at or after this time (YYYY-MM-DD[ HH:MM:SS]).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
+@db_option
+def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None, limit: int | None,
+            db: str | None) -> None:
+    """One row per boot, newest first.
+
+    A '*' after the start time means vLLM printed no year and it was inferred.
+
+    \b
+    Examples:
+      ledger history
+      ledger history --deploy qwen-fp8 --outcome failed --format markdown
+    """
+    from .output import render
+    from .queries import HISTORY_COLUMNS, history as history_rows, humanize_history
+
+    ledger = _open(db)
+    try:
+        rows = history_rows(ledger, deploy, outcome, since, limit)
+    finally:
+        ledger.dispose()
+    if fmt in ("table", "markdown"):
+        rows = humanize_history(rows)
+    if not rows and fmt == "table":
+        click.echo("no boots in the ledger yet (try: ledger ingest LOG)")
+        return
+    click.echo(render(rows, HISTORY_COLUMNS, fmt, align_right=("kv_tokens", "concurrency", "kv_memory", "weights")))
+
+
+@main.command()
+@click.argument("boot")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@db_option
+def show(boot: str, fmt: str, db: str | None) -> None:
+    """Every fact of one boot with its line number and raw line, the shape, the failures.
+
+    BOOT is a boot id, or a deploy (commit/digest prefix or label) for its latest boot.
+
+    \b
+    Examples:
+      ledger show 3
+      ledger show qwen-fp8 --format json
+    """
+    from .queries import show as show_boot
+    from .showing import render_show
+
+    ledger = _open(db)
+    try:
+        obj = show_boot(ledger, boot)
+    finally:
+        ledger.dispose()
+    click.echo(json.dumps(obj, indent=2) if fmt == "json" else render_show(obj))
+
+
+@main.command()
+@click.argument("boots", nargs=-1, metavar="[BOOT...]")
+@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "csv"]), default="json", show_default=True)
+@db_option
+def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
+    """Export boots (all, oldest first, or the ones named) as JSON, JSON lines or CSV facts.
+
+    The JSON objects are a stable contract, documented in the README.
+
+    \b
+    Examples:
+      ledger export > ledger.json
+      ledger export 3 4 --format jsonl
+      ledger export --format csv > facts.csv
+    """
+    from .output import render
+    from .queries import export as export_objs
+
+    ledger = _open(db)
+    try:
+        objs = export_objs(ledger, list(boots) or None)
+    finally:
+        ledger.dispose()
+    if fmt == "json":
+        click.echo(json.dumps(objs, indent=2))
+    elif fmt == "jsonl":
+        for o in objs:
+            click.echo(json.dumps(o))
+    else:
+        rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
+                 "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
+                 "engine_version": o["engine"]["version"], **f} for o in objs for f in o["facts"]]
+        cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
+                "unit", "precision", "rank", "process", "pack", "line", "text"]
+        click.echo(render(rows, cols, "csv"))
+
+
+@main.command()
+@click.argument("query")
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+@db_option
+def sql(query: str, fmt: str, db: str | None) -> None:
+    """Run one read-only SQL query on the ledger and print the result.
+
+    Tables: deploy, boot, shape, fact, failure, runtime_sample (see the README).
+
+    \b
+    Examples:
+      ledger sql "SELECT boot_id, value FROM fact WHERE name = 'kv_cache_tokens'"
+      ledger sql "SELECT outcome, count(*) FROM boot GROUP BY outcome" --format csv
+    """
+    from .output import render
+    from .queries import run_sql
+
+    ledger = _open(db)
+    try:
+        cols, rows = run_sql(ledger, query)
+    finally:
+        ledger.dispose()
+    click.echo(render([dict(zip(cols, r)) for r in rows], cols, fmt))
+
+
+@main.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--all", "show_all", is_flag=True, help="Also list the rows that did not change.")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
+              show_default=True)
+@db_option
+def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
+    """Compare two boots, or two deploys' latest boots.
+
+    A and B are boot ids, commit or digest prefixes, or labels.  Markdown is for pasting into a
+    commit message.
+
+    \b
+    Examples:
+      ledger diff 3 4
+      ledger diff fp8-4slot bf16-2slot --format markdown
+    """
+    from .diff import diff as diff_boots, render_diff
+
+    ledger = _open(db)
+    try:
+        result = diff_boots(ledger, a, b, show_all)
+    finally:
+        ledger.dispose()
+    click.echo(render_diff(result, fmt))
+
+
+# -- the database ---------------------------------------------------------------------------------
+
+
+@main.group()
+def db() -> None:
+    """The ledger database itself: where it is, its schema revision, upgrades."""
+
+
+@db.command("upgrade")
+@db_option
+def db_upgrade(db: str | None) -> None:
+    """Apply pending migrations (SQLite ledgers are backed up first).
+
+    \b
+    Example:
+      ledger db upgrade --db ~/ledgers/rig1.db
+    """
+    from .store import upgrade
+
+    before, after, backup = upgrade(_db(db))
+    if before == after:
+        click.echo(f"already at {after}")
+    else:
+        click.echo(f"upgraded {before or '(empty)'} -> {after}")
+    if backup:
+        click.echo(f"backup: {backup}")
+
+
+@db.command("current")
+@db_option
+def db_current(db: str | None) -> None:
+    """Print the ledger's location and schema revision.
+
+    \b
+    Example:
+      ledger db current
+    """
+    from .store import HEAD_REVISION, current_revision, open_ledger
+
+    ledger = open_ledger(_db(db), migrate=False, create=False)
+    try:
+        rev = current_revision(ledger.engine)
+    finally:
+        ledger.dispose()
+    status = "head" if rev == HEAD_REVISION else f"head is {HEAD_REVISION}"
+    click.echo(f"{ledger.url}\n{rev or '(no schema)'} ({status})")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,139 @@
+"""``ledger diff A B``: what changed between two boots (or two deploys' latest boots).
+
+Shape keys that differ, and every fact's boot figure (facts.md summary rule) with A, B, the
+change and the change in percent.  Failures and outcome are compared too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from parsers.units import format_bytes
+
+from .output import render
+from .queries import boot_summaries, deploy_name, export_value, resolve_boot
+from .store import Ledger
+
+
+@dataclass
+class Side:
+    boot: int
+    deploy: str
+    engine: str | None
+    outcome: str
+    source: str
+
+
+@dataclass
+class DiffResult:
+    a: Side
+    b: Side
+    shape: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a.__dict__, "b": self.b.__dict__, "shape": self.shape, "facts": self.facts,
+                "failures": self.failures}
+
+
+def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> DiffResult:
+    with ledger.Session() as s:
+        a, b = resolve_boot(s, a_ref), resolve_boot(s, b_ref)
+        sums = boot_summaries(s, [a.id, b.id])
+        sides = [Side(x.id, deploy_name(x.deploy), x.engine_version, x.outcome,
+                      f"{x.source_path}:{x.first_line}-{x.last_line}") for x in (a, b)]
+        result = DiffResult(*sides)
+        sa = {sh.key: json.loads(sh.value) for sh in a.shape}
+        sb = {sh.key: json.loads(sh.value) for sh in b.shape}
+        for key in sorted(set(sa) | set(sb)):
+            va, vb = sa.get(key), sb.get(key)
+            if va != vb or show_all:
+                result.shape.append({"key": key, "a": va, "b": vb})
+        fa, fb = sums.get(a.id, {}), sums.get(b.id, {})
+        names = list(dict.fromkeys(list(fa) + list(fb)))
+        for name in names:
+            x, y = fa.get(name), fb.get(name)
+            unit = (x or y).unit
+            va = export_value(x.value, unit) if x else None
+            vb = export_value(y.value, unit) if y else None
+            change = pct = None
+            if va is not None and vb is not None:
+                change = export_value(vb - va, unit) if unit in ("bytes", "tokens", "blocks", "slots") else round(vb - va, 6)
+                pct = round((vb - va) / va * 100, 2) if va else None
+            if change == 0 and not show_all:
+                continue
+            pack = (x or y).pack
+            result.facts.append({"name": name, "unit": unit, "a": va, "b": vb, "change": change,
+                                 "change_pct": pct, "pack": pack})
+        ka = sorted(f"{f.kind}/{f.phase}" for f in a.failures)
+        kb = sorted(f"{f.kind}/{f.phase}" for f in b.failures)
+        if ka != kb or show_all:
+            result.failures.append({"a": ", ".join(ka) or "none", "b": ", ".join(kb) or "none"})
+        return result
+
+
+def _human(value: Any, unit: str) -> str:
+    if value is None:
+        return "—"
+    if unit == "bytes":
+        return f"{format_bytes(value)} ({value:,})"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _human_change(value: Any, unit: str) -> str:
+    if value is None:
+        return ""
+    sign = "+" if value > 0 else ""
+    if unit == "bytes":
+        return f"{sign}{format_bytes(value)}"
+    if isinstance(value, int):
+        return f"{sign}{value:,}"
+    return f"{sign}{value:g}"
+
+
+def render_diff(result: DiffResult, fmt: str = "table") -> str:
+    if fmt == "json":
+        return json.dumps(result.to_json(), indent=2, default=str)
+    a, b = result.a, result.b
+    lines = [
+        f"A: boot {a.boot}  {a.deploy}  vLLM {a.engine or '?'}  {a.outcome}  ({a.source})",
+        f"B: boot {b.boot}  {b.deploy}  vLLM {b.engine or '?'}  {b.outcome}  ({b.source})",
+        "",
+    ]
+    if fmt == "markdown":
+        lines = [f"**A** boot {a.boot} `{a.deploy}` vLLM {a.engine or '?'}, {a.outcome}  ",
+                 f"**B** boot {b.boot} `{b.deploy}` vLLM {b.engine or '?'}, {b.outcome}", ""]
+    if a.outcome != b.outcome:
+        lines += [f"outcome: {a.outcome} -> {b.outcome}", ""]
+    if result.shape:
+        rows = [{"shape": r["key"], "A": _js(r["a"]), "B": _js(r["b"])} for r in result.shape]
+        lines += [render(rows, ["shape", "A", "B"], fmt), ""]
+    if result.facts:
+        rows = [{"fact": r["name"] + (f" [{r['pack']}]" if r.get("pack") else ""),
+                 "A": _human(r["a"], r["unit"]), "B": _human(r["b"], r["unit"]),
+                 "change": _human_change(r["change"], r["unit"]),
+                 "change %": "" if r["change_pct"] is None else f"{r['change_pct']:+.2f}%"}
+                for r in result.facts]
+        lines += [render(rows, ["fact", "A", "B", "change", "change %"], fmt,
+                         align_right=("A", "B", "change", "change %")), ""]
+    if result.failures:
+        f = result.failures[0]
+        lines += [f"failures: {f['a']} -> {f['b']}", ""]
+    if not (result.shape or result.facts or result.failures):
+        lines.append("no differences (use --all to list every row)")
+    return "\n".join(lines).rstrip()
+
+
+def _js(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, sort_keys=True)

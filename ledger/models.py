@@ -1,0 +1,136 @@
+"""The ledger's tables as SQLAlchemy 2 typed declarative models.
+
+The schema itself is created and changed by Alembic (``migrations/``); these classes must match
+the head revision (a test compares them).  Column names follow the fact vocabulary.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Deploy(Base):
+    """What was booted: the deploy repo's commit and the container image digest."""
+
+    __tablename__ = "deploy"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # "commit=<sha>;image=<digest>" or "label=<label>" or "" — unique, so one row per deploy
+    identity: Mapped[str] = mapped_column(String(300), unique=True)
+    commit_sha: Mapped[str | None] = mapped_column(String(64))
+    image_digest: Mapped[str | None] = mapped_column(String(80))
+    label: Mapped[str | None] = mapped_column(String(200))
+    dirty: Mapped[bool | None] = mapped_column(Boolean)
+    created_at: Mapped[str] = mapped_column(String(32))
+    boots: Mapped[list[Boot]] = relationship(back_populates="deploy")
+
+
+class Boot(Base):
+    """One start-up of the engine, read from one region of one log file."""
+
+    __tablename__ = "boot"
+    __table_args__ = (UniqueConstraint("source_sha256", "boot_index", name="uq_boot_source"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    deploy_id: Mapped[int] = mapped_column(ForeignKey("deploy.id"), index=True)
+    source_path: Mapped[str] = mapped_column(Text)
+    source_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    boot_index: Mapped[int] = mapped_column(Integer)
+    first_line: Mapped[int] = mapped_column(Integer)
+    last_line: Mapped[int] = mapped_column(Integer)
+    engine_name: Mapped[str] = mapped_column(String(40))
+    engine_version: Mapped[str | None] = mapped_column(String(80))
+    engine_commit: Mapped[str | None] = mapped_column(String(40))
+    image_digest_in_log: Mapped[str | None] = mapped_column(String(80))
+    outcome: Mapped[str] = mapped_column(String(16), index=True)
+    started_at: Mapped[str | None] = mapped_column(String(32))
+    year_inferred: Mapped[bool] = mapped_column(Boolean, default=False)
+    ready_line: Mapped[int | None] = mapped_column(Integer)
+    ready_at: Mapped[str | None] = mapped_column(String(32))
+    ended_at: Mapped[str | None] = mapped_column(String(32))
+    access_lines: Mapped[int] = mapped_column(Integer, default=0)
+    request_lines: Mapped[int] = mapped_column(Integer, default=0)
+    ingested_at: Mapped[str] = mapped_column(String(32))
+    deploy: Mapped[Deploy] = relationship(back_populates="boots")
+    facts: Mapped[list[Fact]] = relationship(back_populates="boot", order_by="Fact.id")
+    failures: Mapped[list[Failure]] = relationship(back_populates="boot", order_by="Failure.id")
+    shape: Mapped[list[Shape]] = relationship(back_populates="boot", order_by="Shape.id")
+
+
+class Shape(Base):
+    """A knob of the deploy: vLLM's own argument name, its value (JSON), where it came from."""
+
+    __tablename__ = "shape"
+    __table_args__ = (UniqueConstraint("boot_id", "key", name="uq_shape_key"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(120))
+    value: Mapped[str] = mapped_column(Text)  # JSON
+    source: Mapped[str] = mapped_column(String(16))  # args | engine_config | log | default
+    line: Mapped[int | None] = mapped_column(Integer)
+    pack: Mapped[str | None] = mapped_column(String(80))
+    boot: Mapped[Boot] = relationship(back_populates="shape")
+
+
+class Fact(Base):
+    """One figure the log printed, with its evidence.  Never updated in place."""
+
+    __tablename__ = "fact"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(120), index=True)
+    value: Mapped[float] = mapped_column(Float)
+    unit: Mapped[str] = mapped_column(String(16))
+    precision: Mapped[float | None] = mapped_column(Float)
+    rank: Mapped[int | None] = mapped_column(Integer)
+    process: Mapped[str | None] = mapped_column(String(80))
+    line: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    pack: Mapped[str | None] = mapped_column(String(80))
+    boot: Mapped[Boot] = relationship(back_populates="facts")
+
+
+class Failure(Base):
+    """A failure the log printed: kind, start-up phase, figures (JSON), evidence."""
+
+    __tablename__ = "failure"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(40), index=True)
+    phase: Mapped[str] = mapped_column(String(16))
+    line: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    rank: Mapped[int | None] = mapped_column(Integer)
+    process: Mapped[str | None] = mapped_column(String(80))
+    figures: Mapped[str] = mapped_column(Text)  # JSON {figure: value}
+    pack: Mapped[str | None] = mapped_column(String(80))
+    boot: Mapped[Boot] = relationship(back_populates="failures")
+
+
+class RuntimeSample(Base):
+    """One stats interval (engine_stats) or one speculative-decoding report (spec_decode)."""
+
+    __tablename__ = "runtime_sample"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    line: Mapped[int] = mapped_column(Integer)
+    logged_at: Mapped[str | None] = mapped_column(String(32))
+    engine: Mapped[int | None] = mapped_column(Integer)
+    prompt_throughput_tps: Mapped[float | None] = mapped_column(Float)
+    generation_throughput_tps: Mapped[float | None] = mapped_column(Float)
+    running_reqs: Mapped[float | None] = mapped_column(Float)
+    waiting_reqs: Mapped[float | None] = mapped_column(Float)
+    swapped_reqs: Mapped[float | None] = mapped_column(Float)
+    pending_reqs: Mapped[float | None] = mapped_column(Float)
+    gpu_kv_cache_usage_pct: Mapped[float | None] = mapped_column(Float)
+    cpu_kv_cache_usage_pct: Mapped[float | None] = mapped_column(Float)
+    prefix_cache_hit_rate_pct: Mapped[float | None] = mapped_column(Float)
+    spec_mean_acceptance_length: Mapped[float | None] = mapped_column(Float)
+    spec_accepted_tokens: Mapped[float | None] = mapped_column(Float)
+    spec_drafted_tokens: Mapped[float | None] = mapped_column(Float)
+    spec_draft_acceptance_rate_pct: Mapped[float | None] = mapped_column(Float)
+    spec_per_position_acceptance: Mapped[str | None] = mapped_column(Text)  # JSON list

@@ -1,0 +1,57 @@
+"""Rendering rows for people and scripts: table, markdown, csv, json, jsonl."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+FORMATS = ("table", "csv", "json", "jsonl", "markdown")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:g}" if abs(value) < 1e15 else f"{value:.0f}"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, fmt: str = "table",
+           align_right: Sequence[str] = ()) -> str:
+    columns = list(columns or (rows[0].keys() if rows else []))
+    if fmt == "json":
+        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=str)
+    if fmt == "jsonl":
+        return "\n".join(json.dumps({c: r.get(c) for c in columns}, default=str) for r in rows)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([_cell(r.get(c)) for c in columns])
+        return buf.getvalue().rstrip("\n")
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    if fmt == "markdown":
+        def esc(s: str) -> str:
+            return s.replace("|", "\\|")
+
+        out = ["| " + " | ".join(columns) + " |",
+               "|" + "|".join("---:" if c in align_right else "---" for c in columns) + "|"]
+        out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in cells]
+        return "\n".join(out)
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+
+    def fmt_row(values: Sequence[str]) -> str:
+        parts = []
+        for i, (v, w) in enumerate(zip(values, widths)):
+            parts.append(v.rjust(w) if columns[i] in align_right else v.ljust(w))
+        return "  ".join(parts).rstrip()
+
+    out = [fmt_row(columns), fmt_row(["-" * w for w in widths])]
+    out += [fmt_row(row) for row in cells]
+    return "\n".join(out)

@@ -1,0 +1,312 @@
+"""Opening the ledger (path or URL, migrate on open) and writing boots into it.
+
+* Location: ``--db`` option, else ``$LEDGER_DB``, else ``default_path()``; a plain path or an
+  SQLAlchemy URL.
+* Opening applies Alembic migrations: an empty file is created and migrated, an older ledger is
+  backed up (SQLite: a timestamped copy next to it) and upgraded, a newer one is refused.
+* SQLite runs in WAL mode with foreign keys on and a busy timeout.
+* Each boot is written in its own transaction; a file whose sha256 is already in the ledger is
+  not stored again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, inspect, select, text
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+import parsers
+from parsers.vocabulary import RUNTIME_SERIES
+
+from . import models as m
+from .errors import LedgerError
+
+HEAD_REVISION = "0001_initial"  # the newest migration; tests check it matches migrations/
+ENV_VAR = "LEDGER_DB"
+BUSY_TIMEOUT_MS = 30_000
+
+
+def default_path() -> Path:
+    """``$XDG_DATA_HOME/ledger/ledger.db`` (``~/.local/share/ledger/ledger.db``)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "ledger" / "ledger.db"
+
+
+def resolve_url(db: str | None) -> str:
+    """The SQLAlchemy URL for ``--db`` / ``$LEDGER_DB`` / the default file."""
+    db = db or os.environ.get(ENV_VAR) or str(default_path())
+    if "://" in db:
+        return db
+    return "sqlite:///" + os.path.abspath(os.path.expanduser(db))
+
+
+def migrations_dir() -> Path:
+    """Where Alembic's scripts are: ``ledger/migrations`` in a wheel, ``migrations/`` in the repo."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "migrations", here.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise LedgerError("ledger's migrations are missing from this installation")
+
+
+def _alembic_config(connection=None):
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def known_revisions() -> list[str]:
+    from alembic.script import ScriptDirectory
+
+    return [s.revision for s in ScriptDirectory.from_config(_alembic_config()).walk_revisions()]
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA foreign_keys = ON")
+    cur.close()
+
+
+@dataclass
+class Ledger:
+    url: str
+    engine: Engine
+    Session: sessionmaker[Session]
+    backup: Path | None = None  # the copy written before an upgrade
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_file(url: str) -> Path | None:
+    u = make_url(url)
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+        return None
+    return Path(u.database)
+
+
+def _check_sqlite_target(path: Path, create: bool) -> None:
+    if path.is_dir():
+        raise LedgerError(f"{path}: is a directory, not a ledger database")
+    if path.exists():
+        try:
+            with open(path, "rb") as f:
+                head = f.read(16)
+        except PermissionError:
+            raise LedgerError(f"{path}: permission denied") from None
+        if head and head != b"SQLite format 3\x00":
+            raise LedgerError(f"{path}: is not a ledger database (not an SQLite file)")
+    elif create:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LedgerError(f"{path.parent}: cannot create the ledger's folder: {exc.strerror}") from None
+    else:
+        raise LedgerError(f"{path}: no ledger here yet (run 'ledger ingest' first)")
+
+
+def open_ledger(db: str | None = None, migrate: bool = True, create: bool = True) -> Ledger:
+    """Open (and by default create and migrate) the ledger at ``db``."""
+    url = resolve_url(db)
+    try:
+        make_url(url)
+    except ArgumentError:
+        raise LedgerError(f"{url}: not a database path or SQLAlchemy URL") from None
+    path = _sqlite_file(url)
+    if path is not None:
+        _check_sqlite_target(path, create)
+    try:
+        engine = create_engine(url, future=True)
+    except (ArgumentError, ImportError) as exc:
+        raise LedgerError(f"{url}: cannot open: {exc}") from None
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    ledger = Ledger(url, engine, sessionmaker(engine, expire_on_commit=False))
+    try:
+        if path is not None:
+            with engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+        if migrate:
+            ledger.backup = _migrate(ledger, path)
+    except OperationalError as exc:
+        engine.dispose()
+        raise LedgerError(f"{path or url}: cannot open the ledger: {_reason(exc)}") from None
+    except DatabaseError as exc:
+        engine.dispose()
+        raise LedgerError(f"{path or url}: is not a ledger database ({_reason(exc)})") from None
+    return ledger
+
+
+def _reason(exc: Exception) -> str:
+    orig = getattr(exc, "orig", None)
+    return str(orig or exc).splitlines()[0]
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def _migrate(ledger: Ledger, path: Path | None) -> Path | None:
+    rev = current_revision(ledger.engine)
+    if rev == HEAD_REVISION:
+        return None
+    if rev is not None and rev not in known_revisions():
+        raise LedgerError(
+            f"{path or ledger.url}: the ledger's schema ({rev}) is newer than this version of ledger "
+            f"knows ({HEAD_REVISION}); upgrade ledger — the file was not modified"
+        )
+    backup = None
+    if rev is not None and path is not None and path.exists():
+        backup = backup_sqlite(path, rev)
+    from alembic import command
+
+    with ledger.engine.begin() as conn:
+        command.upgrade(_alembic_config(conn), "head")
+    return backup
+
+
+def backup_sqlite(path: Path, rev: str) -> Path:
+    """A consistent copy of a SQLite ledger (the online backup API, so WAL content is kept)."""
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.{rev}.{stamp}.bak")
+    src = sqlite3.connect(str(path))
+    try:
+        dst = sqlite3.connect(str(target))
+        with dst:
+            src.backup(dst)
+        dst.close()
+    finally:
+        src.close()
+    return target
+
+
+def upgrade(db: str | None = None) -> tuple[str | None, str, Path | None]:
+    """``ledger db upgrade``: returns (revision before, revision after, backup)."""
+    ledger = open_ledger(db, migrate=False)
+    try:
+        before = current_revision(ledger.engine)
+        backup = _migrate(ledger, _sqlite_file(ledger.url))
+        return before, HEAD_REVISION, backup
+    finally:
+        ledger.dispose()
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class DeployInfo:
+    commit: str | None = None
+    image: str | None = None
+    label: str | None = None
+    dirty: bool | None = None
+
+    def identity(self) -> str:
+        if self.commit or self.image:
+            return f"commit={self.commit or ''};image={self.image or ''}"
+        if self.label:
+            return f"label={self.label}"
+        return ""
+
+
+def get_or_create_deploy(session: Session, info: DeployInfo) -> m.Deploy:
+    ident = info.identity()
+    deploy = session.execute(select(m.Deploy).where(m.Deploy.identity == ident)).scalar_one_or_none()
+    if deploy is None:
+        deploy = m.Deploy(identity=ident, commit_sha=info.commit, image_digest=info.image,
+                          label=info.label, dirty=info.dirty, created_at=_now())
+        session.add(deploy)
+        session.flush()
+    elif info.label and deploy.label != info.label:
+        deploy.label = info.label  # a label names the deploy; it is not a measured figure
+    return deploy
+
+
+def already_ingested(ledger: Ledger, sha256: str) -> list[int]:
+    with ledger.Session() as s:
+        return list(s.execute(select(m.Boot.id).where(m.Boot.source_sha256 == sha256)
+                              .order_by(m.Boot.boot_index)).scalars())
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str,
+               info: DeployInfo) -> int | None:
+    """Write one boot in one transaction; returns its id, or None if it was already there."""
+    deploy_info = info
+    if not info.image and len(boot.image_digests) == 1:
+        # the log printed its own image digest: key the deploy by it
+        deploy_info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty)
+    with ledger.Session() as s, s.begin():
+        exists = s.execute(select(m.Boot.id).where(m.Boot.source_sha256 == sha256,
+                                                   m.Boot.boot_index == boot.index)).scalar()
+        if exists is not None:
+            return None
+        deploy = get_or_create_deploy(s, deploy_info)
+        row = m.Boot(
+            deploy_id=deploy.id, source_path=source_path, source_sha256=sha256, boot_index=boot.index,
+            first_line=boot.first_line, last_line=boot.last_line, engine_name=boot.engine_name,
+            engine_version=boot.engine_version, engine_commit=boot.engine_commit,
+            image_digest_in_log=boot.image_digests[0] if boot.image_digests else None,
+            outcome=boot.outcome, started_at=boot.started_at, year_inferred=boot.year_inferred,
+            ready_line=boot.ready_line, ready_at=boot.ready_at, ended_at=boot.ended_at,
+            access_lines=boot.access_lines, request_lines=boot.request_lines, ingested_at=_now(),
+        )
+        s.add(row)
+        s.flush()
+        bid = row.id
+        s.add_all(
+            m.Shape(boot_id=bid, key=v.key, value=_json(v.value), source=v.source, line=v.line, pack=v.pack)
+            for v in boot.shape.values()
+        )
+        s.add_all(
+            m.Fact(boot_id=bid, name=f.name, value=f.value, unit=f.unit, precision=f.precision,
+                   rank=f.rank, process=f.process, line=f.line, text=f.text, pack=f.pack)
+            for f in boot.facts
+        )
+        s.add_all(
+            m.Failure(boot_id=bid, kind=f.kind, phase=f.phase or "unknown", line=f.line, text=f.text,
+                      rank=f.rank, process=f.process, figures=_json(f.figures), pack=f.pack)
+            for f in boot.failures
+        )
+        if boot.runtime:
+            s.execute(m.RuntimeSample.__table__.insert(), [_sample_row(bid, r) for r in boot.runtime])
+        return bid
+
+
+def _sample_row(boot_id: int, r: parsers.RuntimeSample) -> dict[str, Any]:
+    row: dict[str, Any] = {"boot_id": boot_id, "kind": r.kind, "line": r.line, "logged_at": r.timestamp,
+                           "engine": r.engine}
+    for name in RUNTIME_SERIES:
+        row[name] = None
+    for name, value in r.values.items():
+        row[name] = _json(value) if isinstance(value, list) else value
+    return row

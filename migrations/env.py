@@ -1,0 +1,32 @@
+"""Alembic environment for the ledger.
+
+Run by ``ledger.store`` (migrate on open) with a live connection in ``config.attributes``; it
+also works from the ``alembic`` command line with ``-x url=sqlite:///path/to/ledger.db``.
+"""
+
+from alembic import context
+from sqlalchemy import create_engine
+
+config = context.config
+
+
+def _run(connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=None,
+        # SQLite cannot ALTER most things in place; batch mode copies the table instead
+        render_as_batch=connection.dialect.name == "sqlite",
+        transaction_per_migration=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+connection = config.attributes.get("connection")
+if connection is not None:
+    _run(connection)
+else:
+    url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option("sqlalchemy.url")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        _run(conn)
