@@ -44,6 +44,7 @@ class Fact:
     line: int
     text: str
     pack: str | None = None
+    printed: str = ""  # the figure as printed ("9.74 GiB"); evidence for people and goldens
 
 
 @dataclass
@@ -210,7 +211,7 @@ class BootAssembler:
         if source in (S.args, S.engine_config) and isinstance(mml, int) and not isinstance(mml, bool):
             if mml > 0:
                 boot.facts.append(Fact(F.max_model_len, mml, FACTS[F.max_model_len].unit, None,
-                                       None, ev.line.process, ev.line.number, ev.text))
+                                       None, ev.line.process, ev.line.number, ev.text, None, str(mml)))
 
     def _on_meta(self, boot: Boot, ev: Event) -> None:
         d = ev.data
@@ -335,7 +336,8 @@ def _one_per_boot(process: str) -> bool:
 
 def _fact(name: str, q: Quantity, rank: int | None, ev: Event, pack: str | None) -> Fact:
     unit = q.unit or (FACTS[name].unit if name in FACTS else "")
-    return Fact(name, q.value, unit, q.precision, rank, ev.line.process, ev.line.number, ev.text, pack)
+    return Fact(name, q.value, unit, q.precision, rank, ev.line.process, ev.line.number, ev.text, pack,
+                q.printed)
 
 
 def _set_shape(boot: Boot, new: ShapeValue) -> None:

@@ -42,6 +42,7 @@ class Quantity:
     value: float | int
     unit: str  # the stored unit: "bytes", "s", "tokens", "x", "%", ... or "" for a bare number
     precision: float | None  # half a unit of the last printed digit, in the stored unit
+    printed: str = ""  # the figure as the log printed it, unit included: "9.74 GiB"
 
 
 def _decimals(text: str) -> int:
@@ -73,18 +74,19 @@ def quantity(text: str, unit: str | None) -> Quantity:
     """Convert a printed number in ``unit`` to its stored form (bytes, seconds, plain)."""
     num = parse_number(text)
     half = half_last_digit(text)
+    printed = text.strip() + ("" if not unit else unit if unit in ("x", "%") else " " + unit)
     if unit is None or unit == "":
-        return Quantity(num, "", None if isinstance(num, int) else half)
+        return Quantity(num, "", None if isinstance(num, int) else half, printed)
     if unit in BYTE_UNITS:
         scale = BYTE_UNITS[unit]
-        return Quantity(int(round(num * scale)), "bytes", None if scale == 1 else half * scale)
+        return Quantity(int(round(num * scale)), "bytes", None if scale == 1 else half * scale, printed)
     if unit in SECOND_UNITS:
         scale = SECOND_UNITS[unit]
-        return Quantity(float(num) * scale, "s", half * scale)
+        return Quantity(float(num) * scale, "s", half * scale, printed)
     if unit in PLAIN_UNITS:
         if isinstance(num, int):
-            return Quantity(num, PLAIN_UNITS[unit], None)
-        return Quantity(num, PLAIN_UNITS[unit], half)
+            return Quantity(num, PLAIN_UNITS[unit], None, printed)
+        return Quantity(num, PLAIN_UNITS[unit], half, printed)
     raise UnitError(f"unknown unit {unit!r}")
 
 
@@ -93,7 +95,8 @@ def size(text: str) -> Quantity:
     m = SIZE_RE.fullmatch(text.strip())
     if not m:
         raise UnitError(f"not a memory size: {text!r}")
-    return quantity(m.group("num"), m.group("unit"))
+    q = quantity(m.group("num"), m.group("unit"))
+    return Quantity(q.value, q.unit, q.precision, text.strip())
 
 
 _HUMAN = re.compile(r"^\s*([0-9][0-9,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([kKmMgGtT]i?[bB]?)?\s*$")
