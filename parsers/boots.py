@@ -165,12 +165,12 @@ class BootAssembler:
         starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK]
         new = False
         if starts:
+            if boot._moved_on:
+                new = True  # figures, failures or progress came since this boot's start-up
             for ev in starts:
-                seen = boot._starts.get(ev.rule.marker)
-                if seen is not None and seen == line.message:
-                    continue  # the same start-up line again: one boot
-                later = any(_START_RANK[m] >= _START_RANK[ev.rule.marker] for m in boot._starts)
-                if boot._moved_on or later:
+                if boot._starts.get(ev.rule.marker) == line.message:
+                    continue  # the same start-up line again before anything else: one boot
+                if any(_START_RANK[m] >= _START_RANK[ev.rule.marker] for m in boot._starts):
                     new = True
         if not new and line.process and line.pid is not None and _one_per_boot(line.process):
             pid = boot._pids.get(line.process)

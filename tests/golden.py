@@ -17,7 +17,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "fixtures" / "real"
-sys.path.insert(0, str(ROOT))
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # run as a script from a checkout; tests use the installed package
 
 import parsers  # noqa: E402
 

@@ -1,0 +1,110 @@
+"""The ledger database: location, migrate on open, refusal of unknown schemas, models that
+match the migrations, one transaction per boot."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+import pytest
+
+from conftest import REAL
+from ledger.errors import LedgerError
+from ledger.store import HEAD_REVISION, known_revisions, open_ledger, resolve_url
+
+F008 = next(REAL.glob("008_*.log"))
+
+
+def test_head_revision_constant_matches_the_migrations():
+    assert known_revisions()[0] == HEAD_REVISION
+
+
+def test_models_match_the_migrated_schema(tmp_path):
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from ledger.models import Base
+
+    ledger = open_ledger(str(tmp_path / "l.db"))
+    with ledger.engine.connect() as conn:
+        diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    ledger.dispose()
+    assert diffs == []
+
+
+def test_a_new_file_is_created_migrated_and_in_wal_mode(tmp_path):
+    path = tmp_path / "sub" / "l.db"
+    open_ledger(str(path)).dispose()
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD_REVISION,)]
+    assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    con.close()
+
+
+def test_foreign_keys_and_busy_timeout_are_on(tmp_path):
+    ledger = open_ledger(str(tmp_path / "l.db"))
+    with ledger.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+    ledger.dispose()
+
+
+def test_a_ledger_from_a_newer_schema_is_refused_and_left_alone(tmp_path):
+    path = tmp_path / "l.db"
+    open_ledger(str(path)).dispose()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    con.commit()
+    con.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(LedgerError, match="newer than this version of ledger knows"):
+        open_ledger(str(path))
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_a_directory_is_not_a_ledger(tmp_path):
+    with pytest.raises(LedgerError, match="is a directory"):
+        open_ledger(str(tmp_path))
+
+
+def test_a_text_file_is_not_a_ledger(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("hello")
+    with pytest.raises(LedgerError, match="not an SQLite file"):
+        open_ledger(str(p))
+
+
+def test_paths_and_urls(monkeypatch, tmp_path):
+    monkeypatch.delenv("LEDGER_DB", raising=False)
+    assert resolve_url(str(tmp_path / "x.db")) == f"sqlite:///{tmp_path}/x.db"
+    assert resolve_url("postgresql+psycopg://u@h/db") == "postgresql+psycopg://u@h/db"
+    monkeypatch.setenv("LEDGER_DB", "/srv/ledger.db")
+    assert resolve_url(None) == "sqlite:////srv/ledger.db"
+
+
+def test_db_current_and_upgrade_commands(db, cli):
+    cli("ingest", str(F008))
+    assert cli("db", "current").output.strip().endswith(f"{HEAD_REVISION} (head)")
+    assert cli("db", "upgrade").output.strip() == f"already at {HEAD_REVISION}"
+
+
+def test_db_current_without_a_ledger_says_so(tmp_path, cli):
+    r = cli("db", "current", "--db", str(tmp_path / "none.db"))
+    assert r.exit_code == 1 and "no ledger here yet" in r.output
+
+
+def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path, monkeypatch):
+    """One transaction per boot: an error half-way through writes no part of the boot."""
+    import parsers
+    from ledger import store
+
+    ledger = open_ledger(str(tmp_path / "l.db"))
+    boot = parsers.parse_file(str(F008), year=2026)[0]
+    boot.facts[2].value = "not a number"  # the third fact insert fails inside the transaction
+    with pytest.raises(Exception):
+        store.store_boot(ledger, boot, str(F008), "f" * 64, store.DeployInfo())
+    ledger.dispose()
+    con = sqlite3.connect(tmp_path / "l.db")
+    assert con.execute("SELECT count(*) FROM boot").fetchone() == (0,)
+    assert con.execute("SELECT count(*) FROM fact").fetchone() == (0,)
+    con.close()
