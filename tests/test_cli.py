@@ -298,3 +298,25 @@ def test_default_location_under_xdg_data_home(tmp_path, cli, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     cli("ingest", str(F008))
     assert (tmp_path / "ledger" / "ledger.db").exists()
+
+
+def test_ingest_json_prints_the_export_objects_of_the_stored_boots(db, cli):
+    r = cli("ingest", str(RESTART), "--json", "--year", "2026")
+    objs = json.loads(r.output)
+    assert [o["outcome"] for o in objs] == ["failed", "ready"]
+    assert objs[1]["source"]["first_line"] == 26
+
+
+def test_parsers_import_no_database_pandas_or_click():
+    code = ("import sys, parsers; parsers.parse_text('INFO 01-01 00:00:00 [a.py:1] GPU KV cache size: 1 tokens\\n');"
+            "bad = [m for m in ('sqlalchemy', 'pandas', 'click', 'ledger') if m in sys.modules]; print(bad)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.strip() == "[]", r.stderr
+
+
+def test_the_cli_does_not_import_pandas_for_everyday_commands(db):
+    code = ("import sys; from click.testing import CliRunner; from ledger.cli import main;"
+            f"CliRunner().invoke(main, ['ingest', {str(F008)!r}]); CliRunner().invoke(main, ['history']);"
+            "print('pandas' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.strip() == "False", r.stderr
