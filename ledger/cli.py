@@ -45,9 +45,12 @@ class LedgerGroup(click.Group):
     """Turns LedgerError into a one-line message and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from parsers.packs import PackError
+        from parsers.source import SourceError
+
         try:
             return super().invoke(ctx)
-        except LedgerError as exc:
+        except (LedgerError, PackError, SourceError) as exc:
             raise click.ClickException(str(exc)) from None
 
 
@@ -78,10 +81,12 @@ def main(db: str | None) -> None:
 @click.option("--repo", type=click.Path(file_okay=False), help="Read --commit (and dirty flag) from this git repo.")
 @click.option("--year", type=click.IntRange(1970, 2100),
               help="Year of the log's MM-DD timestamps (default: a year the log prints, else the file's mtime).")
+@click.option("--grammar", "grammars", multiple=True, metavar="PACK",
+              help="A grammar pack (TOML file, or the name of a bundled pack) for a fork's own lines. Repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored boots as export objects.")
 @db_option
 def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
-           repo: str | None, year: int | None, as_json: bool, db: str | None) -> None:
+           repo: str | None, year: int | None, grammars: tuple[str, ...], as_json: bool, db: str | None) -> None:
     """Read vLLM logs (plain, .gz, .zst, or - for stdin) into the ledger.
 
     Each boot in a log is stored once with every figure it prints; ingesting the same file
@@ -92,7 +97,11 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
       ledger ingest /var/log/vllm/boot.log --label qwen-fp8
       docker logs vllm 2>&1 | ledger ingest - --image sha256:7923b480...
       ledger ingest --repo ~/deploy fixtures/real/*.log
+      ledger ingest --grammar radiance --label bf16-2slot boot.log
     """
+    import parsers
+    from parsers.packs import discover, pack_rules
+
     from .ingest import ingest_file, repo_state
     from .queries import export
     from .store import DeployInfo
@@ -106,12 +115,13 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
             raise LedgerError(f"--commit {commit} disagrees with {repo} at {repo_commit[:12]}")
         commit = repo_commit
     info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty)
+    rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
     ledger = _open(db)
     failed = 0
     stored_ids: list[str] = []
     try:
         for path in logs:
-            result = ingest_file(ledger, path, info, year=year)
+            result = ingest_file(ledger, path, info, rules, year=year)
             if result.error:
                 failed += 1
                 click.echo(f"error: {result.error}", err=True)
@@ -307,6 +317,97 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     finally:
         ledger.dispose()
     click.echo(render_diff(result, fmt))
+
+
+# -- grammar packs ----------------------------------------------------------------------------------
+
+
+@main.group()
+def grammar() -> None:
+    """Grammar packs: a fork's own log lines, declared in a TOML file."""
+
+
+@grammar.command("list")
+@click.option("--grammar", "grammars", multiple=True, metavar="PACK", help="Also list this pack (as ingest would).")
+def grammar_list(grammars: tuple[str, ...]) -> None:
+    """The grammars in use: the built-in vLLM grammar and every pack found.
+
+    Packs load from --grammar, from the folder named by $LEDGER_GRAMMARS, and from
+    ~/.config/ledger/grammars ($XDG_CONFIG_HOME/ledger/grammars).
+
+    \b
+    Example:
+      LEDGER_GRAMMARS=~/packs ledger grammar list
+    """
+    from parsers.packs import BUNDLED_DIR, discover
+    from parsers.vllm import BUILTIN_RULES
+
+    from .output import render
+
+    rows = [{"pack": "vllm", "rules": len(BUILTIN_RULES), "from": "built-in", "path": "",
+             "description": "upstream vLLM 0.2.7-0.33"}]
+    for p in discover(grammars):
+        rows.append({"pack": p.name, "rules": len(p.rules), "from": p.origin, "path": str(p.path),
+                     "description": p.description})
+    click.echo(render(rows, ["pack", "rules", "from", "path", "description"]))
+    bundled = sorted(x.stem for x in BUNDLED_DIR.glob("*.toml"))
+    if bundled:
+        click.echo(f"\nbundled packs (use with --grammar NAME): {', '.join(bundled)}")
+
+
+@grammar.command("check")
+@click.argument("pack")
+@click.argument("logs", nargs=-1, metavar="[LOG...]")
+@click.option("--unclaimed", "max_unclaimed", type=click.IntRange(min=0), default=40, show_default=True,
+              help="Show at most this many unclaimed lines.")
+def grammar_check(pack: str, logs: tuple[str, ...], max_unclaimed: int) -> None:
+    """Validate a pack, run it over logs, and list the lines nobody reads yet.
+
+    Prints, per rule, how many lines it matched and its first match; then the unclaimed
+    lines: lines no rule (built-in or pack) matched that carry figures with units
+    (GiB, MiB, slots, tokens, t/s, %) — what is left to write rules for.
+
+    PACK "vllm" means the built-in grammar alone: a first look at an unknown log.
+
+    \b
+    Examples:
+      ledger grammar check vllm boot.log
+      ledger grammar check myfork.toml boot.log
+      ledger grammar check radiance fixtures/radiance/*.log
+    """
+    from pathlib import Path
+
+    from parsers.packs import Pack, check, load_pack, resolve
+
+    from .output import render
+
+    if pack == "vllm":  # the built-in grammar alone: what does it leave unread?
+        p = Pack("vllm", "built-in", Path("(built-in)"), "built-in")
+        click.echo("the built-in vLLM grammar alone (no pack)")
+    else:
+        p = load_pack(resolve(pack))
+        click.echo(f"pack {p.name} ({p.path}): {len(p.rules)} rules, every sample matches")
+    if not logs:
+        return
+    report = check(p, list(logs))
+    click.echo(f"{report.lines} lines read from {len(logs)} log{'s' if len(logs) != 1 else ''}")
+    rows = []
+    for i, h in enumerate(report.hits, start=1):
+        first = ""
+        if h.first:
+            log, line, values = h.first
+            first = f"{log}:{line}  " + ", ".join(f"{k}={v}" for k, v in values.items())
+        rows.append({"rule": i, "anchor": repr(h.rule.anchor), "matched": h.count, "first match": first})
+    if rows:
+        click.echo("\n" + render(rows, ["rule", "anchor", "matched", "first match"]))
+    unmatched = [i for i, h in enumerate(report.hits, start=1) if h.count == 0]
+    if unmatched:
+        click.echo(f"\nrules that matched nothing: {', '.join(map(str, unmatched))}")
+    click.echo(f"\nunclaimed lines with figures: {len(report.unclaimed)}")
+    for log, number, raw in report.unclaimed[:max_unclaimed]:
+        click.echo(f"  {log}:{number}: {raw.strip()[:200]}")
+    if len(report.unclaimed) > max_unclaimed:
+        click.echo(f"  … {len(report.unclaimed) - max_unclaimed} more (--unclaimed N shows more)")
 
 
 # -- the database ---------------------------------------------------------------------------------

@@ -73,6 +73,10 @@ class Rule:
             self.compile()
             if self._compiled is None:
                 return True  # anchor-only rule
+        if self.syntax == "parse":
+            # a whole-message match first: `parse` fields are lazy, so searching
+            # "mode {m}" in "mode precise" would stop at "p"
+            return self._compiled.parse(message) or self._compiled.search(message)
         return self._compiled.search(message)
 
     def events(self, line: Line, record: str, text: str) -> list[Event]:

@@ -1,0 +1,295 @@
+"""Grammar packs: a fork's own log lines declared in a TOML file, not in code.
+
+A pack is one TOML file (the format is a contract, documented in the README)::
+
+    name = "myfork"
+    description = "what log this reads"
+
+    [[rule]]
+    pattern = "expert arena: {expert_arena_slots:n} slots"   # `parse` syntax, on the message part
+    samples = ["expert arena: 6,499 slots"]                  # must match when the pack loads
+
+Each named field becomes a fact of that name (or a shape key with ``shape = true``, or a
+figure of a failure with ``failure = "kind"``).  ``units`` says what unit a field is printed in;
+memory is stored in bytes like every built-in fact.  Pack rules are ``Rule`` objects run by the
+same engine as the built-in vLLM grammar.
+
+Everything invalid is refused at load time with the file, the rule and what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import parse as parselib
+
+from . import units
+from .lines import parse_line
+from .rules import FACT, FAILURE, SHAPE, Rule
+from .vocabulary import is_snake_case_name
+
+PACK_KEYS = {"name", "description", "rule"}
+RULE_KEYS = {"pattern", "samples", "units", "anchor", "rank_from_prefix", "failure", "shape"}
+PACK_UNITS = ("GiB", "MiB", "KiB", "GB", "MB", "bytes", "s", "ms", "%", "x", "tokens", "blocks", "slots", "t/s")
+BUNDLED_DIR = Path(__file__).resolve().parent / "packs"
+
+
+class PackError(ValueError):
+    """A pack that cannot be loaded; the message names the file, the rule and the problem."""
+
+
+@dataclass
+class Pack:
+    name: str
+    description: str
+    path: Path
+    origin: str  # "--grammar", "LEDGER_GRAMMARS", "user config", "bundled"
+    rules: list[Rule] = field(default_factory=list)
+
+
+def _fields(compiled: parselib.Parser) -> list[str]:
+    return list(compiled.named_fields)
+
+
+def longest_literal(pattern: str) -> str:
+    """The longest run of literal text in a `parse` pattern (braces doubled are literal)."""
+    text = pattern.replace("{{", "\0").replace("}}", "\1")
+    pieces = re.split(r"\{[^{}]*\}", text)
+    best = max(pieces, key=len) if pieces else ""
+    return best.replace("\0", "{").replace("\1", "}")
+
+
+def _rule_error(path: Path, index: int, msg: str) -> PackError:
+    return PackError(f"{path}: rule {index}: {msg}")
+
+
+def load_pack(path: str | Path, origin: str = "--grammar") -> Pack:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise PackError(f"{path}: no such grammar pack") from None
+    except IsADirectoryError:
+        raise PackError(f"{path}: is a directory, not a grammar pack") from None
+    except OSError as exc:
+        raise PackError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PackError(f"{path}: not valid TOML: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PackError(f"{path}: not valid TOML: {exc}") from None
+    unknown = sorted(set(doc) - PACK_KEYS)
+    if unknown:
+        raise PackError(f"{path}: unknown key {unknown[0]!r} (a pack has: name, description, [[rule]])")
+    name = doc.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", name or ""):
+        raise PackError(f"{path}: 'name' must be a lower-case name such as \"myfork\"")
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise PackError(f"{path}: 'description' must be text")
+    rules_doc = doc.get("rule")
+    if not isinstance(rules_doc, list) or not rules_doc:
+        raise PackError(f"{path}: no [[rule]] tables")
+    pack = Pack(name, description, path, origin)
+    for index, r in enumerate(rules_doc, start=1):
+        pack.rules.append(_load_rule(path, name, index, r))
+    return pack
+
+
+def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
+    if not isinstance(r, dict):
+        raise _rule_error(path, index, "must be a table")
+    unknown = sorted(set(r) - RULE_KEYS)
+    if unknown:
+        raise _rule_error(path, index, f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(RULE_KEYS))})")
+    pattern = r.get("pattern")
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise _rule_error(path, index, "'pattern' is required and must be text")
+    try:
+        compiled = parselib.compile(pattern, case_sensitive=True)
+    except (ValueError, KeyError, re.error, NotImplementedError) as exc:
+        raise _rule_error(path, index, f"pattern {pattern!r} does not compile: {exc}") from None
+    names = _fields(compiled)
+    if compiled.fixed_fields:
+        raise _rule_error(path, index, f"pattern {pattern!r} has unnamed fields; name every field")
+    failure = r.get("failure")
+    shape = r.get("shape", False)
+    if failure is not None and (not isinstance(failure, str) or not is_snake_case_name(failure)):
+        raise _rule_error(path, index, f"'failure' must be a snake_case failure kind, not {failure!r}")
+    if not isinstance(shape, bool):
+        raise _rule_error(path, index, "'shape' must be true or false")
+    if shape and failure:
+        raise _rule_error(path, index, "a rule is either 'shape' or 'failure', not both")
+    if not names and not failure:
+        raise _rule_error(path, index, f"pattern {pattern!r} has no named field, so it yields nothing")
+    for n in names:
+        if not is_snake_case_name(n):
+            raise _rule_error(path, index, f"field {n!r} is not a snake_case name (e.g. expert_arena_slots)")
+    unit_map = r.get("units", {})
+    if not isinstance(unit_map, dict):
+        raise _rule_error(path, index, "'units' must be a table such as { pool_bytes = \"MiB\" }")
+    for fname, unit in unit_map.items():
+        if fname not in names:
+            raise _rule_error(path, index, f"units names {fname!r}, which is not a field of the pattern")
+        if unit not in PACK_UNITS:
+            raise _rule_error(path, index, f"unit {unit!r} of {fname!r} is not one of {', '.join(PACK_UNITS)}")
+        if unit in units.BYTE_UNITS and not fname.endswith("_bytes"):
+            raise _rule_error(path, index, f"{fname!r} is printed in {unit}, so its name must end in _bytes "
+                                           f"(memory is stored in bytes)")
+    rank_from_prefix = r.get("rank_from_prefix", True)
+    if not isinstance(rank_from_prefix, bool):
+        raise _rule_error(path, index, "'rank_from_prefix' must be true or false")
+    anchor = r.get("anchor")
+    if anchor is None:
+        anchor = longest_literal(pattern)
+    if not isinstance(anchor, str) or not anchor.strip():
+        raise _rule_error(path, index, f"pattern {pattern!r} has no literal text to anchor on; give 'anchor'")
+    samples = r.get("samples")
+    if not isinstance(samples, list) or not samples or not all(isinstance(s, str) for s in samples):
+        raise _rule_error(path, index, "'samples' must list at least one line the rule matches")
+    emits = SHAPE if shape else FAILURE if failure else FACT
+    rule = Rule(
+        name=f"{pack}:{index}", anchor=anchor, emits=emits, pattern=pattern, syntax="parse",
+        fields={n: (n, unit_map.get(n)) for n in names}, failure=failure,
+        rank_from_prefix=rank_from_prefix, pack=pack, samples=tuple(samples),
+    )
+    if failure:
+        rule.extract = _failure_figures(rule)
+    rule.compile()
+    for sample in samples:
+        line = parse_line(0, sample)
+        if anchor not in sample:
+            raise _rule_error(path, index, f"sample {sample!r} does not contain the anchor {anchor!r}")
+        if not rule.events(line, line.message, sample):
+            raise _rule_error(path, index, f"sample {sample!r} does not match pattern {pattern!r}")
+    return rule
+
+
+def _failure_figures(rule: Rule):
+    fields = dict(rule.fields)
+
+    def extract(m: Any, line: Any, record: str) -> dict[str, Any]:
+        probe = Rule(rule.name, rule.anchor, FACT, fields=fields)
+        return probe._field_values(m, record) or {}
+
+    return extract
+
+
+# -- finding packs ----------------------------------------------------------------------------------
+
+ENV_DIR = "LEDGER_GRAMMARS"
+
+
+def user_dir() -> Path:
+    """``$XDG_CONFIG_HOME/ledger/grammars`` (``~/.config/ledger/grammars``)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "ledger" / "grammars"
+
+
+def bundled(name: str) -> Path | None:
+    p = BUNDLED_DIR / f"{name}.toml"
+    return p if p.is_file() else None
+
+
+def resolve(spec: str) -> Path:
+    """A pack path, or the name of a pack bundled with ledger (``radiance``)."""
+    p = Path(spec)
+    if p.exists() or spec.endswith(".toml") or "/" in spec:
+        return p
+    b = bundled(spec)
+    if b is None:
+        raise PackError(f"{spec}: no such grammar pack file, and no bundled pack of that name")
+    return b
+
+
+def discover(explicit: list[str] | tuple[str, ...] = ()) -> list[Pack]:
+    """Packs in use: the ``--grammar`` ones, then ``$LEDGER_GRAMMARS``, then the user dir."""
+    packs: list[Pack] = []
+    for spec in explicit:
+        path = resolve(spec)
+        packs.append(load_pack(path, "bundled" if path.parent == BUNDLED_DIR else "--grammar"))
+    env = os.environ.get(ENV_DIR)
+    for folder, origin in ((Path(env) if env else None, ENV_DIR), (user_dir(), "user config")):
+        if folder is None or not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.toml")):
+            packs.append(load_pack(path, origin))
+    seen: dict[str, Pack] = {}
+    unique: list[Pack] = []
+    for p in packs:
+        if p.name in seen:
+            if seen[p.name].path.resolve() == p.path.resolve():
+                continue
+            raise PackError(f"{p.path}: pack name {p.name!r} is already used by {seen[p.name].path}")
+        seen[p.name] = p
+        unique.append(p)
+    return unique
+
+
+def pack_rules(packs: list[Pack]) -> list[Rule]:
+    return [r for p in packs for r in p.rules]
+
+
+# -- checking a pack against logs --------------------------------------------------------------------
+
+# a figure with a unit a person would want in the ledger
+FIGURE_WITH_UNIT = re.compile(r"\d[\d,]*(?:\.\d+)?\s?(?:GiB|MiB|KiB|GB|MB|slots|tokens|t/s|%)")
+
+
+@dataclass
+class RuleHits:
+    rule: Rule
+    count: int = 0
+    first: tuple[str, int, dict[str, Any]] | None = None  # (log, line, values)
+
+
+@dataclass
+class CheckReport:
+    pack: Pack
+    hits: list[RuleHits]
+    unclaimed: list[tuple[str, int, str]]  # (log, line number, raw line)
+    lines: int = 0
+
+
+def check(pack: Pack, logs: list[str], others: list[Rule] | None = None) -> CheckReport:
+    """Run ``pack`` (with the built-in grammar and ``others``) over ``logs``: per rule how many
+    lines matched and the first match, and the lines nobody claimed that carry figures."""
+    from .rules import RuleSet
+    from .source import Source
+    from .vllm import BUILTIN_RULES
+
+    ruleset = RuleSet(list(BUILTIN_RULES) + list(others or []) + pack.rules)
+    hits = {id(r): RuleHits(r) for r in pack.rules}
+    report = CheckReport(pack, list(hits.values()), [])
+    from . import _excerpt_header_end
+
+    for log in logs:
+        number = 0
+        header = None
+        for block in Source(log).blocks():
+            if header is None:
+                header = _excerpt_header_end(block)
+            for raw in block.splitlines():
+                number += 1
+                if number <= header:
+                    continue
+                line = parse_line(number, raw)
+                events = ruleset.match_line(line) if ruleset.rules_for(raw) else []
+                for ev in events:
+                    h = hits.get(id(ev.rule))
+                    if h is None:
+                        continue
+                    h.count += 1
+                    if h.first is None:
+                        values = {k: getattr(v, "printed", v) for k, v in ev.data.items()}
+                        h.first = (log, number, values)
+                if not events and FIGURE_WITH_UNIT.search(line.message):
+                    report.unclaimed.append((log, number, raw))
+        report.lines += number
+    return report
