@@ -319,6 +319,180 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     click.echo(render_diff(result, fmt))
 
 
+# -- reconciliation -------------------------------------------------------------------------------
+
+
+def _bytes_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    from parsers.units import UnitError, human_bytes
+
+    if value is None:
+        return None
+    try:
+        return human_bytes(value)
+    except UnitError:
+        raise click.BadParameter(f"{value!r} is not a byte count (7.3e9, 6,100,000,000, 7.3G, 8GiB)") from None
+
+
+@main.command()
+@click.option("--like", "like", metavar="BOOT", help="Take the cost per token and the shape from this measured boot.")
+@click.option("--config", "config", type=click.Path(dir_okay=False), help="A model's config.json: use the exact allocator.")
+@click.option("--bytes-per-token", type=click.FloatRange(min=0, min_open=True), help="Use this cost per token.")
+@click.option("--kv-bytes", callback=_bytes_arg, help="The KV budget per GPU: 7.3e9, 6,100,000,000, 7.3G, 8GiB.")
+@click.option("--tokens", type=click.IntRange(min=1), help="Solve for the budget that holds this many tokens.")
+@click.option("--max-num-seqs", type=click.IntRange(min=1), help="Sequences the pool must back (default: the boot's).")
+@click.option("--max-model-len", type=click.IntRange(min=1), help="Tokens per request (default: the boot's).")
+@click.option("--tensor-parallel-size", "tp", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--pipeline-parallel-size", "pp", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--block-size", type=click.IntRange(min=1), help="KV block size (default 16; hybrid: derived).")
+@click.option("--kv-cache-dtype", default="auto", show_default=True, help="auto, bfloat16, fp8, ...")
+@click.option("--engine-version", default="0.33.0", show_default=True, help="The vLLM release whose arithmetic to use.")
+@click.option("--v0", is_flag=True, help="The V0 engine's arithmetic.")
+@click.option("--mamba-page-bytes", type=click.IntRange(min=1), help="Hybrid models: one mamba layer's state page.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@db_option
+def predict(like: str | None, config: str | None, bytes_per_token: float | None, kv_bytes: int | None,
+            tokens: int | None, max_num_seqs: int | None, max_model_len: int | None, tp: int, pp: int,
+            block_size: int | None, kv_cache_dtype: str, engine_version: str, v0: bool,
+            mamba_page_bytes: int | None, fmt: str, db: str | None) -> None:
+    """Predict KV tokens for a budget, or the budget for a number of tokens.
+
+    With --like BOOT the cost per token is that boot's measured budget / tokens (exact when the
+    boot set --kv-cache-memory-bytes); with --config the exact allocator reproduces what the
+    engine release would print. Prints tokens, concurrency at max_model_len and the margin
+    against max_num_seqs x max_model_len (the capacity contract).
+
+    \b
+    Examples:
+      ledger predict --like bf16-3x241664 --kv-bytes 7.3e9 --max-num-seqs 2 --max-model-len 262144
+      ledger predict --like fp8-4slot --tokens 786432
+      ledger predict --config config.json --kv-bytes 6.51GiB --max-model-len 32768 --engine-version 0.11.0
+    """
+    from .allocator import AllocatorError, from_hf_config
+    from .reconcile import predict_exact, predict_like
+
+    if config and like:
+        raise LedgerError("give --like or --config, not both")
+    try:
+        if config:
+            if not max_model_len:
+                raise LedgerError("--config needs --max-model-len")
+            p = predict_exact(from_hf_config(config), kv_bytes, tokens, max_model_len, max_num_seqs,
+                              kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                              block_size=block_size, engine_version=engine_version, v0=v0,
+                              mamba_page_bytes=mamba_page_bytes)
+        elif like:
+            ledger = _open(db)
+            try:
+                p = predict_like(ledger, like, kv_bytes, tokens, max_num_seqs, max_model_len, bytes_per_token)
+            finally:
+                ledger.dispose()
+        else:
+            p = predict_like(None, None, kv_bytes, tokens, max_num_seqs, max_model_len, bytes_per_token)  # type: ignore[arg-type]
+    except AllocatorError as exc:
+        raise LedgerError(str(exc)) from None
+    if fmt == "json":
+        click.echo(json.dumps(p.to_json(), indent=2))
+        return
+    from parsers.units import format_bytes
+
+    out = [f"cost         {p.bytes_per_token:,.2f} B/token ({p.cost_from})" if p.bytes_per_token else "",
+           f"budget       {p.budget_bytes:,.0f} B ({format_bytes(p.budget_bytes)})",
+           f"tokens       {p.tokens:,}" + (f" in {p.num_blocks:,} blocks" if p.num_blocks is not None else "")]
+    if p.concurrency is not None:
+        out.append(f"concurrency  {p.concurrency:.2f}x at {p.max_model_len:,} tokens per request")
+    if p.contract_tokens is not None:
+        mb = "" if p.margin_bytes is None else f" ({p.margin_bytes:,.0f} B)"
+        out.append(f"contract     {p.max_num_seqs} x {p.max_model_len:,} = {p.contract_tokens:,} tokens: "
+                   f"margin {p.margin_tokens:+,} tokens{mb} — {p.verdict}")
+    out += [f"note         {n}" for n in p.notes]
+    click.echo("\n".join(line for line in out if line))
+
+
+@main.command()
+@click.argument("deploys", nargs=-1, metavar="[DEPLOY...]")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@db_option
+def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
+    """Check the deploys' latest boots (all deploys if none named) against every view.
+
+    KV reconciliation (predicted vs measured tokens, within 0.1%), the capacity contract
+    (tokens >= max_num_seqs x max_model_len) and the VRAM and host ceilings. Exits 1 if any
+    verdict is off, broken or over — usable in a deploy repo's CI; 'insufficient' does not fail.
+
+    \b
+    Examples:
+      ledger check
+      ledger check fp8-4slot bf16-2slot --format json
+    """
+    from .reconcile import check as run_check
+
+    ledger = _open(db)
+    try:
+        results = run_check(ledger, list(deploys) or None)
+    finally:
+        ledger.dispose()
+    if fmt == "json":
+        click.echo(json.dumps([{"deploy": r.deploy, "boot": r.boot, "outcome": r.outcome,
+                                "checks": [line.__dict__ for line in r.lines]} for r in results], indent=2))
+    else:
+        if not results:
+            click.echo("no boots to check")
+        for r in results:
+            click.echo(f"{r.deploy}: boot {r.boot} ({r.outcome})")
+            for line in r.lines:
+                click.echo(f"  {line.what:<18} {line.verdict:<12} {line.detail}")
+    if any(r.failing for r in results):
+        raise click.exceptions.Exit(1)
+
+
+@main.group()
+def deploy() -> None:
+    """Deploys and what you record about them (card ceiling, host cap, reference boot)."""
+
+
+@deploy.command("set")
+@click.argument("deploy_ref", metavar="DEPLOY")
+@click.argument("assignments", nargs=-1, required=True, metavar="KEY=VALUE...")
+@db_option
+def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) -> None:
+    """Record settings for a deploy: card_ceiling_bytes, host_cap_bytes, kv_reference_boot.
+
+    \b
+    Examples:
+      ledger deploy set bf16-2slot card_ceiling_bytes=29120MiB host_cap_bytes=200GiB
+      ledger deploy set fp8-3slot kv_reference_boot=12
+    """
+    from .reconcile import set_deploy
+
+    ledger = _open(db)
+    try:
+        name, current = set_deploy(ledger, deploy_ref, list(assignments))
+    finally:
+        ledger.dispose()
+    click.echo(f"{name}: " + ", ".join(f"{k}={v}" for k, v in sorted(current.items())))
+
+
+@deploy.command("list")
+@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+@db_option
+def deploy_list(fmt: str, db: str | None) -> None:
+    """Every deploy with its boots and settings.
+
+    \b
+    Example:
+      ledger deploy list
+    """
+    from .output import render
+    from .reconcile import list_deploys
+
+    ledger = _open(db)
+    try:
+        rows = list_deploys(ledger)
+    finally:
+        ledger.dispose()
+    click.echo(render(rows, ["deploy", "name", "boots", "settings"] if fmt == "table" else None, fmt))
+
+
 # -- grammar packs ----------------------------------------------------------------------------------
 
 

@@ -29,6 +29,19 @@ class Deploy(Base):
     boots: Mapped[list[Boot]] = relationship(back_populates="deploy")
 
 
+class DeploySetting(Base):
+    """Something the user records about a deploy: card_ceiling_bytes, host_cap_bytes,
+    kv_reference_boot (``ledger deploy set``)."""
+
+    __tablename__ = "deploy_setting"
+    __table_args__ = (UniqueConstraint("deploy_id", "key", name="uq_deploy_setting"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    deploy_id: Mapped[int] = mapped_column(ForeignKey("deploy.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(80))
+    value: Mapped[str] = mapped_column(Text)
+    set_at: Mapped[str] = mapped_column(String(32))
+
+
 class Boot(Base):
     """One start-up of the engine, read from one region of one log file."""
 
@@ -69,6 +82,7 @@ class Shape(Base):
     boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
     key: Mapped[str] = mapped_column(String(120))
     value: Mapped[str] = mapped_column(Text)  # JSON
+    value_text: Mapped[str | None] = mapped_column(Text)  # the value as plain text, for SQL views
     source: Mapped[str] = mapped_column(String(16))  # args | engine_config | log | default
     line: Mapped[int | None] = mapped_column(Integer)
     pack: Mapped[str | None] = mapped_column(String(80))

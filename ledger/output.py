@@ -15,7 +15,9 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        return f"{value:g}" if abs(value) < 1e15 else f"{value:.0f}"
+        if value.is_integer() and abs(value) < 2**53:
+            return str(int(value))
+        return f"{value:.10g}"
     if isinstance(value, (list, dict)):
         return json.dumps(value, sort_keys=True)
     return str(value)

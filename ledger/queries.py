@@ -107,7 +107,7 @@ def _chunks(items: list[int], n: int):
 
 
 HISTORY_COLUMNS = ["boot", "started", "deploy", "engine", "outcome", "kv_tokens", "concurrency",
-                   "kv_memory", "weights", "source"]
+                   "kv_memory", "weights", "kv_check", "contract", "source"]
 
 
 def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
@@ -128,6 +128,9 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
             q = q.limit(limit)
         boots = list(s.execute(q).scalars())
         sums = boot_summaries(s, [b.id for b in boots])
+        from .reconcile import verdicts
+
+        checks = verdicts(ledger, [b.id for b in boots])
         rows = []
         for b in boots:
             fs = sums.get(b.id, {})
@@ -142,6 +145,8 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
                 "concurrency": _v(fs.get(F.max_concurrency)),
                 "kv_memory": _v(kv_mem),
                 "weights": _v(fs.get(F.model_weights_bytes)),
+                "kv_check": checks[b.id].get("kv"),
+                "contract": checks[b.id].get("capacity"),
                 "source": f"{b.source_path}:{b.first_line}-{b.last_line}",
             })
         return rows
@@ -233,7 +238,10 @@ def show(ledger: Ledger, ref: str) -> dict[str, Any]:
         obj["summary"] = {name: _v(f) for name, f in boot_summaries(s, [bid]).get(bid, {}).items()}
         obj["access_lines"] = b.access_lines
         obj["request_lines"] = b.request_lines
-        return obj
+    from .reconcile import check_lines_for_boot
+
+    obj["checks"] = check_lines_for_boot(ledger, bid)
+    return obj
 
 
 # -- read-only SQL ------------------------------------------------------------------------------------

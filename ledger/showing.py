@@ -54,6 +54,8 @@ def render_show(obj: dict[str, Any]) -> str:
                          "figures": ", ".join(f"{k}={_fig(k, v)}" for k, v in figures.items()),
                          "evidence": f["text"].split("\n")[0].strip()[:120]})
         out += ["failures", render(rows, ["failure", "phase", "line", "figures", "evidence"]), ""]
+    if obj.get("checks"):
+        out += ["checks"] + [f"  {c['what']:<18} {c['verdict']:<12} {c['detail']}" for c in obj["checks"]]
     return "\n".join(out).rstrip()
 
 

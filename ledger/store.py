@@ -31,7 +31,7 @@ from parsers.vocabulary import RUNTIME_SERIES
 from . import models as m
 from .errors import LedgerError
 
-HEAD_REVISION = "0001_initial"  # the newest migration; tests check it matches migrations/
+HEAD_REVISION = "0002_reconciliation"  # the newest migration; tests check it matches migrations/
 ENV_VAR = "LEDGER_DB"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -258,6 +258,17 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def plain_text(value: Any) -> str | None:
+    """A shape value as plain text for SQL (``fp8``, ``2``, ``true``); JSON for lists and dicts."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return _json(value)
+
+
 def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str,
                info: DeployInfo) -> int | None:
     """Write one boot in one transaction; returns its id, or None if it was already there."""
@@ -284,7 +295,8 @@ def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str
         s.flush()
         bid = row.id
         s.add_all(
-            m.Shape(boot_id=bid, key=v.key, value=_json(v.value), source=v.source, line=v.line, pack=v.pack)
+            m.Shape(boot_id=bid, key=v.key, value=_json(v.value), value_text=plain_text(v.value), source=v.source,
+                    line=v.line, pack=v.pack)
             for v in boot.shape.values()
         )
         s.add_all(
