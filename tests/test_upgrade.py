@@ -1,0 +1,79 @@
+"""Old ledgers: a ledger written by the first schema revision (with real boots in it) is backed
+up and upgraded on open, keeps every row, and works with the views of the current schema."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import ROOT
+from ledger.store import HEAD_REVISION, open_ledger
+
+OLD = ROOT / "fixtures" / "ledgers" / "schema-0001-real-boots.db"
+TABLES = ("deploy", "boot", "shape", "fact", "failure", "runtime_sample")
+
+
+def dump(path) -> dict[str, list[tuple]]:
+    con = sqlite3.connect(path)
+    try:
+        out = {}
+        for t in TABLES:
+            cols = [r[1] for r in con.execute(f"PRAGMA table_info({t})") if r[1] != "value_text"]
+            out[t] = con.execute(f"SELECT {', '.join(cols)} FROM {t} ORDER BY id").fetchall()
+        return out
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def old_copy(tmp_path):
+    target = tmp_path / "ledger.db"
+    shutil.copy(OLD, target)
+    return target
+
+
+def test_the_fixture_is_a_first_revision_ledger():
+    con = sqlite3.connect(OLD)
+    assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001_initial",)]
+    assert con.execute("SELECT count(*) FROM boot").fetchone() == (6,)
+    con.close()
+
+
+def test_upgrade_keeps_every_row_and_writes_a_backup_first(old_copy):
+    before = dump(old_copy)
+    ledger = open_ledger(str(old_copy))
+    ledger.dispose()
+    assert ledger.backup is not None and ledger.backup.parent == old_copy.parent
+    assert ledger.backup.name.startswith("ledger.db.0001_initial.")
+    assert dump(ledger.backup) == before  # the backup is the old ledger as it was
+    assert dump(old_copy) == before  # and every row survived the upgrade
+    con = sqlite3.connect(old_copy)
+    assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD_REVISION,)]
+    # shape values gained their plain-text form
+    assert con.execute("SELECT value_text FROM shape WHERE key = 'kv_cache_dtype' AND boot_id = 2").fetchall() == [("fp8",)]
+    assert con.execute("SELECT count(*) FROM shape WHERE value_text IS NULL AND value != 'null'").fetchone() == (0,)
+    con.close()
+
+
+def test_the_views_work_on_the_upgraded_ledger(old_copy):
+    open_ledger(str(old_copy)).dispose()
+    con = sqlite3.connect(old_copy)
+    rows = con.execute("SELECT boot_id, kv_budget_source, kv_cache_tokens FROM kv_cost_per_token ORDER BY boot_id").fetchall()
+    con.close()
+    assert rows[0] == (1, "available_kv_cache_bytes", 67728.0)
+    assert [r[0] for r in rows] == [1, 5, 6]
+
+
+def test_the_cli_says_it_upgraded_and_where_the_backup_is(old_copy, cli):
+    r = cli("history", "--db", str(old_copy), "--format", "csv")
+    assert r.exit_code == 0
+    assert "ledger: upgraded the schema; backup of the old ledger at" in r.output
+    assert len([l for l in r.output.splitlines() if l[:1].isdigit()]) == 6
+
+
+def test_db_upgrade_command_on_an_old_ledger(old_copy, cli):
+    r = cli("db", "upgrade", "--db", str(old_copy))
+    assert r.output.splitlines()[0] == f"upgraded 0001_initial -> {HEAD_REVISION}"
+    assert r.output.splitlines()[1].startswith("backup: ")
