@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .boots import Boot, BootAssembler, Failure, Fact, RuntimeSample, ShapeValue
@@ -67,59 +68,166 @@ def _excerpt_header_end(first_block: str) -> int:
     return 0
 
 
-def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,
-                 on_boot=None) -> ParseResult:
-    """Scan a source; ``on_boot(boot)`` is called as each boot completes (streaming)."""
-    rules = rules or builtin_ruleset()
-    header_end = 0
-    seen_vllm = False
-    first = True
-    boots_done: list[Boot] = []
+_VLLM_LINE_BYTES = re.compile(VLLM_LINE_SEARCH.pattern.encode("utf-8"))
 
-    def blocks() -> Iterator[str]:
-        nonlocal header_end, seen_vllm, first
+
+class _ExternalCounts:
+    """``grep -c -F`` per count anchor, run alongside the scan on the other core.
+
+    grep counts lines holding the anchor in the whole file; that is each boot's count when the
+    file holds one boot, and otherwise the boots are recounted by byte range (``recount``)."""
+
+    def __init__(self, path: str, count_anchors: dict[str, str]):
+        import subprocess
+
+        env = dict(os.environ, LC_ALL="C")
+        self.procs = [
+            (kind, subprocess.Popen([_GREP, "-a", "-c", "-F", "-e", anchor, "--", path], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+            for anchor, kind in count_anchors.items()
+        ]
+
+    def totals(self) -> dict[str, int] | None:
+        out: dict[str, int] = {}
+        ok = True
+        for kind, proc in self.procs:
+            data, _ = proc.communicate()
+            if proc.returncode not in (0, 1):  # 1: no line matched, which is a count of 0
+                ok = False
+                continue
+            try:
+                out[kind] = out.get(kind, 0) + int(data.strip() or 0)
+            except ValueError:
+                ok = False
+        return out if ok else None
+
+
+def _grep() -> str | None:
+    import shutil
+
+    return None if os.environ.get("LEDGER_NO_GREP") else shutil.which("grep")
+
+
+_GREP = _grep()
+
+
+def _recount(source: Source, rules: RuleSet, boots: list[Boot], header_end: int) -> None:
+    """Count lines per boot by byte range (the pure-Python counter, one more pass)."""
+    from .scan import count_lines
+
+    anchors = {a.encode("utf-8"): k for a, k in rules.count_anchors.items()}
+    bounds = [b.first_offset for b in boots[1:]] + [None]
+    for b in boots:
+        b.access_lines = b.request_lines = 0
+    i = 0
+    offset = 0
+    line = 0
+    for block in Source(source.path).blocks():
+        end_offset = offset + len(block)
+        pos = 0
+        if line < header_end:  # skip the excerpt header: it is not log
+            for _ in range(header_end - line):
+                nl = block.find(b"\n", pos)
+                if nl < 0:
+                    break
+                pos = nl + 1
+            line = header_end
+        while pos < len(block):
+            limit = bounds[i]
+            stop = len(block) if limit is None or limit >= end_offset else max(pos, limit - offset)
+            counts = {k: count_lines(block, a, pos, stop) for a, k in anchors.items()}
+            BootAssembler._credit(boots[i], {k: counts.get(k, 0) for k in ("access", "request")})
+            pos = stop
+            if limit is not None and limit < end_offset and pos >= limit - offset:
+                i += 1
+        offset = end_offset
+
+
+def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,
+                 on_boot: Callable[[Boot], None] | None = None,
+                 runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None) -> ParseResult:
+    """Scan a source.  ``on_boot(boot)`` is called as each boot completes (streaming);
+    ``runtime_sink(boot, sample)`` receives runtime samples instead of the boot keeping them."""
+    rules = rules or builtin_ruleset()
+    state = {"header": 0, "vllm": False, "first": True, "header_counts": {}}
+    external = None
+    if rules.count_anchors and _GREP and source.path != "-" and os.path.isfile(source.path):
+        # started before the file is opened: Source decides on compression when it opens it
+        external = _ExternalCounts(source.path, rules.count_anchors)
+
+    def blocks() -> Iterator[bytes]:
         for block in source.blocks():
-            if first:
-                first = False
-                if looks_binary(block[:65536]):
+            if state["first"]:
+                state["first"] = False
+                head = block[:65536].decode("utf-8", errors="replace")
+                if looks_binary(head):
                     raise SourceError(f"{source.display}: is a binary file, not a log")
-                header_end = _excerpt_header_end(block)
-            if not seen_vllm and VLLM_LINE_SEARCH.search(block):
-                seen_vllm = True
+                state["header"] = _excerpt_header_end(head)
+                if state["header"]:
+                    text = "\n".join(head.split("\n")[: state["header"]])
+                    state["header_counts"] = rules.count_line(text)
+            if not state["vllm"] and _VLLM_LINE_BYTES.search(block):
+                state["vllm"] = True
             yield block
 
-    assembler: BootAssembler | None = None
+    # counts come from grep for a plain file; the Python counter otherwise (pipes, .gz, .zst)
+    counting_here = external is None
+    deferred: list[Boot] = []
+    emit = on_boot if counting_here else deferred.append
+    assembler = BootAssembler(first_line=1, default_year=default_year, runtime_sink=runtime_sink)
+    assembler.defer_counts = not counting_here
     total = 0
-    for line, events, number in rules.scan(blocks()):
-        if line is None:
-            total = number
+    header_set = False
+    gen = rules.scan(blocks(), count=counting_here)
+    for item in gen:
+        if isinstance(item, int):
+            total = item
             break
-        if assembler is None:
-            assembler = BootAssembler(first_line=header_end + 1, default_year=default_year)
-        if line.number <= header_end:
+        if isinstance(item, dict):  # counts after the last event line
+            assembler.credit_tail(item)
             continue
+        if not header_set:
+            assembler.first_line = state["header"] + 1
+            header_set = True
+            if counting_here and state["header_counts"]:
+                assembler.add_counts({k: -n for k, n in state["header_counts"].items()})
+        line, events, counts = item
+        if line.number <= state["header"]:
+            continue
+        if counting_here:
+            assembler.add_counts(counts)
         for boot in assembler.feed(line, events):
-            boots_done.append(boot)
-            if on_boot:
-                on_boot(boot)
+            if emit:
+                emit(boot)
     if source.size == 0:
         raise SourceError(f"{source.display}: is empty")
-    boots: list[Boot] = []
-    if assembler is not None:
-        done = {id(b) for b in boots_done}
-        tail = [b for b in assembler.finish(total) if id(b) not in done]
-        for boot in tail:
-            if on_boot:
-                on_boot(boot)
-        boots = assembler.boots
-    if not seen_vllm:
+    if not state["vllm"]:
         raise SourceError(f"{source.display}: no vLLM log lines found")
+    assembler.first_line = state["header"] + 1
+    already = len(assembler.boots) - (1 if assembler.current is not None else 0)
+    boots = assembler.finish(total)
     if not boots:
         # vLLM lines but not one figure or marker: an honest, empty boot
-        boots = [Boot(index=0, first_line=header_end + 1, last_line=max(total, header_end + 1))]
+        assembler._new(state["header"] + 1)
+        boots = assembler.finish(max(total, state["header"] + 1))
+        already = 0
+    if not counting_here:
+        totals = external.totals() if external is not None and source.compression is None else None
+        if totals is not None and len(boots) == 1:
+            header = state["header_counts"]
+            boots[0].access_lines = totals.get("access", 0) - header.get("access", 0)
+            boots[0].request_lines = totals.get("request", 0) - header.get("request", 0)
+        else:
+            _recount(source, rules, boots, state["header"])
+        for boot in boots:
+            boot.seal_counts()
         if on_boot:
-            on_boot(boots[0])
-    return ParseResult(source, boots, total, header_end, seen_vllm)
+            for boot in boots:
+                on_boot(boot)
+    elif on_boot:
+        for boot in boots[already:]:
+            on_boot(boot)
+    return ParseResult(source, boots, total, state["header"], state["vllm"])
 
 
 def _default_year(path: str) -> int:

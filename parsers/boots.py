@@ -9,6 +9,8 @@ repeated start-up line (two API servers, a report that pasted it twice) is the s
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +62,8 @@ class Failure:
     pack: str | None = None
     implies_up: bool = False
     progress: str | None = field(default=None, repr=False)  # how far the boot had got
+    timestamp: str | None = None  # vLLM's MM-DD HH:MM:SS of the line, when it has one
+    logged_at: str | None = None  # with the year, once the boot is closed
 
 
 @dataclass
@@ -85,6 +89,7 @@ class RuntimeSample:
 class Boot:
     index: int  # 0-based position in the file
     first_line: int
+    first_offset: int = 0  # byte offset of first_line (0 for the first boot)
     last_line: int = 0
     engine_name: str = "vllm"
     engine_version: str | None = None
@@ -102,7 +107,10 @@ class Boot:
     runtime: list[RuntimeSample] = field(default_factory=list)
     access_lines: int = 0
     request_lines: int = 0
+    samples: dict[str, int] = field(default_factory=lambda: {"engine_stats": 0, "spec_decode": 0})
+    content_sha256: str = ""  # digest of every line the boot was read from: its identity
     # assembly state
+    _digest: Any = field(default_factory=hashlib.sha256, repr=False)
     _starts: dict[str, str] = field(default_factory=dict, repr=False)
     _progress: str | None = field(default=None, repr=False)
     _moved_on: bool = field(default=False, repr=False)
@@ -113,6 +121,7 @@ class Boot:
     _ready_ts: tuple[str, int | None] | None = field(default=None, repr=False)
     _last_ts: tuple[str, int | None] | None = field(default=None, repr=False)
     _up_line: int | None = field(default=None, repr=False)
+    _last_stats: RuntimeSample | None = field(default=None, repr=False)
 
     # -- reading ------------------------------------------------------------------------------
     def summary(self, name: str) -> Fact | None:
@@ -127,20 +136,43 @@ class Boot:
 
     @property
     def runtime_counts(self) -> dict[str, int]:
-        return {
-            "engine_stats": sum(1 for s in self.runtime if s.kind == "engine_stats"),
-            "spec_decode": sum(1 for s in self.runtime if s.kind == "spec_decode"),
-        }
+        return dict(self.samples)
+
+    def seal_counts(self) -> None:
+        """Fold the final access/request counts into the boot's identity digest."""
+        d = self._digest.copy()
+        d.update(f"access={self.access_lines};request={self.request_lines}".encode())
+        self.content_sha256 = d.hexdigest()
 
 
 class BootAssembler:
     """Feed ``(line, events)`` in line order; ``finish()`` returns the boots."""
 
-    def __init__(self, first_line: int = 1, default_year: int | None = None):
+    def __init__(self, first_line: int = 1, default_year: int | None = None,
+                 runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None):
         self.boots: list[Boot] = []
         self.current: Boot | None = None
         self.first_line = first_line
         self.default_year = default_year
+        # with a sink, runtime samples leave as they come instead of piling up in the boot
+        self.runtime_sink = runtime_sink
+        self._pending_counts: dict[str, int] = {}
+        self.defer_counts = False  # counts arrive after the scan (external counter)
+
+    def add_counts(self, counts: dict[str, int]) -> None:
+        """Credit counted lines (access, request) to the current boot."""
+        if not any(counts.values()):
+            return
+        if self.current is None:
+            for k, n in counts.items():
+                self._pending_counts[k] = self._pending_counts.get(k, 0) + n
+            return
+        self._credit(self.current, counts)
+
+    @staticmethod
+    def _credit(boot: Boot, counts: dict[str, int]) -> None:
+        boot.access_lines += counts.get("access", 0)
+        boot.request_lines += counts.get("request", 0)
 
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, line: Line, events: list[Event]) -> list[Boot]:
@@ -149,6 +181,8 @@ class BootAssembler:
         if not events:
             return closed
         boot = self._boot_for(line, events, closed)
+        boot._digest.update(line.raw.encode("utf-8", "surrogatepass"))
+        boot._digest.update(b"\n")
         if line.timestamp:
             stamp = (line.timestamp, line.year)
             boot._first_ts = boot._first_ts or stamp
@@ -179,6 +213,7 @@ class BootAssembler:
         if new:
             closed.append(self._close(boot, line.number - 1))
             boot = self._new(line.number)
+            boot.first_offset = line.offset or 0
         if line.process and line.pid is not None and _one_per_boot(line.process):
             boot._pids.setdefault(line.process, line.pid)
         return boot
@@ -187,6 +222,9 @@ class BootAssembler:
         boot = Boot(index=len(self.boots), first_line=first_line)
         self.boots.append(boot)
         self.current = boot
+        if self._pending_counts:
+            self._credit(boot, self._pending_counts)
+            self._pending_counts = {}
         return boot
 
     # -- handlers -------------------------------------------------------------------------------
@@ -234,6 +272,10 @@ class BootAssembler:
                 boot._progress = marker
         elif marker == "ready":
             self._ready(boot, ev.line)
+        elif marker == "serving":  # a line that tells requests were being served
+            if ev.rule.implies_up and boot._up_line is None:
+                boot._up_line = ev.line.number
+            self._ready(boot, ev.line)
 
     def _ready(self, boot: Boot, line: Line) -> None:
         boot._moved_on = True
@@ -244,6 +286,8 @@ class BootAssembler:
 
     def _on_hint(self, boot: Boot, ev: Event) -> None:
         boot._hints.append((ev.line.number, ev.rule.phase, ev.line.process))
+        if len(boot._hints) > 4 * _HINT_WINDOW:  # only frames near a failure matter: stay bounded
+            del boot._hints[: 2 * _HINT_WINDOW]
 
     def _on_failure(self, boot: Boot, ev: Event) -> None:
         boot._moved_on = True
@@ -259,7 +303,7 @@ class BootAssembler:
         rank = ev.line.rank if ev.rule.rank_from_prefix else None
         failure = Failure(ev.rule.failure or "", ev.rule.phase, ev.line.number, ev.text, rank,
                           ev.line.process, figures, precision, ev.rule.pack, ev.rule.implies_up,
-                          boot._progress)
+                          boot._progress, ev.line.timestamp)
         if ev.rule.implies_up and boot._up_line is None:
             boot._up_line = ev.line.number
         for prev in reversed(boot.failures):
@@ -275,14 +319,29 @@ class BootAssembler:
     def _on_runtime(self, boot: Boot, ev: Event) -> None:
         d = ev.data
         if d["kind"] == "engine_stats_extra":  # V0's separate prefix-hit line follows the stats line
-            for sample in reversed(boot.runtime):
-                if sample.kind == "engine_stats" and ev.line.number - sample.line <= _MERGE_WINDOW:
-                    sample.values.update(d["values"])
-                    break
+            last = boot._last_stats
+            if last is not None and ev.line.number - last.line <= _MERGE_WINDOW:
+                last.values.update(d["values"])
             return
-        boot.runtime.append(RuntimeSample(d["kind"], ev.line.number, ev.line.timestamp, d["engine"],
-                                          dict(d["values"])))
+        sample = RuntimeSample(d["kind"], ev.line.number, ev.line.timestamp, d["engine"], dict(d["values"]))
+        boot.samples[sample.kind] = boot.samples.get(sample.kind, 0) + 1
+        self._flush_stats(boot)
+        if sample.kind == "engine_stats":
+            boot._last_stats = sample  # held back one line: V0 may add its prefix-hit line
+        else:
+            self._emit(boot, sample)
         self._ready(boot, ev.line)
+
+    def _flush_stats(self, boot: Boot) -> None:
+        if boot._last_stats is not None:
+            self._emit(boot, boot._last_stats)
+            boot._last_stats = None
+
+    def _emit(self, boot: Boot, sample: RuntimeSample) -> None:
+        if self.runtime_sink is not None:
+            self.runtime_sink(boot, sample)
+        else:
+            boot.runtime.append(sample)
 
     def _on_count(self, boot: Boot, ev: Event) -> None:
         if ev.rule.marker == "access":
@@ -295,7 +354,11 @@ class BootAssembler:
 
     # -- closing --------------------------------------------------------------------------------
     def _close(self, boot: Boot, last_line: int) -> Boot:
+        self._flush_stats(boot)
         boot.last_line = max(last_line, boot.first_line)
+        boot.content_sha256 = ""  # sealed once the counts are final (seal_counts)
+        if not self.defer_counts:
+            boot.seal_counts()
         _fill_defaults(boot)
         _decide(boot)
         year = None
@@ -308,9 +371,18 @@ class BootAssembler:
         boot.started_at = _stamp(boot._first_ts, year)
         boot.ready_at = _stamp(boot._ready_ts, year)
         boot.ended_at = _stamp(boot._last_ts, year)
+        for f in boot.failures:
+            if f.timestamp:
+                f.logged_at = _stamp((f.timestamp, None), year)
         return boot
 
+    def credit_tail(self, counts: dict[str, int]) -> None:
+        """Counted lines after the last event line belong to the last boot."""
+        self.add_counts(counts)
+
     def finish(self, total_lines: int) -> list[Boot]:
+        if self.current is None and self._pending_counts:
+            self._new(self.first_line)  # count lines but no event line: still one boot
         if self.current is not None:
             self._close(self.current, total_lines)
             self.current = None

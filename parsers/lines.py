@@ -51,6 +51,7 @@ _HEADER = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? "
     r"\[?(?P<file>[^\s:\[\]]+):(?P<lineno>\d+)\] ?"
 )
+_BARE_STARTS = ("(", "INFO ", "DEBUG ", "WARNING ", "ERROR ", "CRITICAL ")
 _RANK_EQ = re.compile(r"rank=(\d+)")
 _TP = re.compile(r"(?:^|[_ ])TP(\d+)")
 _REPEATED = re.compile(r" \[repeated \d+x across cluster\]$")  # Ray's de-duplication suffix
@@ -68,6 +69,7 @@ class Line:
     timestamp: str | None = None  # vLLM's "MM-DD HH:MM:SS" (no year)
     year: int | None = None  # from a wrapper that printed one, else None
     source_file: str | None = None  # "gpu_worker.py" — evidence only, never matched on
+    offset: int | None = None  # byte offset of the line in the input, when the scanner knows it
 
     @property
     def has_header(self) -> bool:
@@ -99,9 +101,9 @@ def parse_line(number: int, raw: str) -> Line:
     text = strip_colour(raw).rstrip()
     text = _REPEATED.sub("", text)
     year = None
-    # peel wrappers off the front until none applies
+    # peel wrappers off the front until none applies (a line that starts like vLLM's own has none)
     text = text.lstrip()
-    changed = True
+    changed = not text.startswith(_BARE_STARTS)
     while changed and text:
         changed = False
         for wrapper in _WRAPPERS:

@@ -272,7 +272,8 @@ def check(pack: Pack, logs: list[str], others: list[Rule] | None = None) -> Chec
     for log in logs:
         number = 0
         header = None
-        for block in Source(log).blocks():
+        for chunk in Source(log).blocks():
+            block = chunk.decode("utf-8", errors="replace")
             if header is None:
                 header = _excerpt_header_end(block)
             for raw in block.splitlines():
@@ -281,6 +282,8 @@ def check(pack: Pack, logs: list[str], others: list[Rule] | None = None) -> Chec
                     continue
                 line = parse_line(number, raw)
                 events = ruleset.match_line(line) if ruleset.rules_for(raw) else []
+                if ruleset.count_line(raw):
+                    continue  # counted (access and request lines), so claimed
                 for ev in events:
                     h = hits.get(id(ev.rule))
                     if h is None:

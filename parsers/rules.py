@@ -58,6 +58,8 @@ class Rule:
     rank_from_prefix: bool = True
     pack: str | None = None
     samples: tuple[str, ...] = ()
+    # fast(number, raw bytes) -> (Line, data) for lines in one exact, common shape, else None
+    fast: Callable[[int, bytes], tuple[Line, dict[str, Any]] | None] | None = None
     _compiled: Any = field(default=None, repr=False)
 
     def compile(self) -> None:
@@ -133,23 +135,49 @@ _CUT_END = re.compile(r"[\w,(]$")
 
 
 class RuleSet:
-    """A set of rules with their combined anchor scanner."""
+    """A set of rules with their anchor scanner.
 
-    def __init__(self, rules: Iterable[Rule]):
-        self.rules = list(rules)
+    Event rules (everything but COUNT) see the lines that hold their anchor; COUNT rules are
+    anchor-only and are counted, not matched: their ``marker`` names the counter ("access",
+    "request") and every occurrence of the anchor counts once.
+    """
+
+    def __init__(self, rules: Iterable[Rule], engine: str | None = None):
+        self.rules = [r for r in rules if r.emits != COUNT]
+        self.count_rules = [r for r in rules if r.emits == COUNT]
         for rule in self.rules:
             rule.compile()
         self.anchors: dict[str, list[Rule]] = {}
         for rule in self.rules:
             self.anchors.setdefault(rule.anchor, []).append(rule)
+        self.count_anchors = {r.anchor: r.marker or r.name for r in self.count_rules}
         ordered = sorted(self.anchors, key=len, reverse=True)
-        self._block_re = re.compile("|".join(re.escape(a) for a in ordered))
         # zero-width lookahead finds anchors that overlap or start inside one another
         self._line_re = re.compile("(?=(" + "|".join(re.escape(a) for a in ordered) + "))")
         # rules to try when anchor X is found: X's own, and those whose anchor is inside X
         self._closure: dict[str, list[Rule]] = {}
         for a in ordered:
             self._closure[a] = [r for b in ordered if b in a for r in self.anchors[b]]
+        self.engine = engine
+        self._scanner = None
+        # anchor -> f(number, raw bytes) -> (Line, events) | None: a shortcut for the most common
+        # runtime lines in their standard shape; anything else takes the general path, and the
+        # two must agree (tests check every shortcut against it)
+        self.fast_paths: dict[str, Callable[[int, bytes], tuple[Line, list[Event]] | None]] = {}
+        for rule in self.rules:
+            if rule.fast is not None and len(self.anchors[rule.anchor]) == 1:
+                self.fast_paths[rule.anchor] = _bind_fast(rule)
+
+    @property
+    def all_anchors(self) -> list[str]:
+        return list(self.anchors) + list(self.count_anchors)
+
+    def scanner(self):
+        from .scan import LineScanner
+
+        if self._scanner is None:
+            self._scanner = LineScanner(self.anchors, self.count_anchors, self.engine)
+        return self._scanner
 
     def rules_for(self, raw: str) -> list[Rule]:
         found: dict[int, Rule] = {}
@@ -158,11 +186,21 @@ class RuleSet:
                 found.setdefault(id(rule), rule)
         return [r for r in self.rules if id(r) in found]
 
-    def match_line(self, line: Line, following: Callable[[], list[str]] | None = None) -> list[Event]:
-        """Run every rule whose anchor the line holds; ``following`` gives the next physical
-        lines for rules whose records may be terminal-wrapped."""
+    def count_line(self, raw: str) -> dict[str, int]:
+        """Count-anchor occurrences in one line (the line-by-line twin of the block scanner)."""
+        counts: dict[str, int] = {}
+        for anchor, kind in self.count_anchors.items():
+            n = raw.count(anchor)
+            if n:
+                counts[kind] = counts.get(kind, 0) + n
+        return counts
+
+    def match_line(self, line: Line, following: Callable[[], list[str]] | None = None,
+                   rules: list[Rule] | None = None) -> list[Event]:
+        """Run every rule whose anchor the line holds (or the ``rules`` a scanner found for it);
+        ``following`` gives the next physical lines for records that may be terminal-wrapped."""
         events: list[Event] = []
-        for rule in self.rules_for(line.raw):
+        for rule in self.rules_for(line.raw) if rules is None else rules:
             record, text = line.message, line.raw
             if rule.wraps and following is not None and _CUT_END.search(line.message):
                 extra = []
@@ -178,47 +216,51 @@ class RuleSet:
             events.extend(rule.events(line, record, text))
         return events
 
-    def scan(self, blocks: Iterable[str]) -> Iterator[tuple[Line | None, list[Event], int]]:
-        """Yield ``(line, events, lines_so_far)`` for each line that holds an anchor.
+    def scan(self, blocks: Iterable[bytes], count: bool = True
+             ) -> Iterator[tuple[Line, list[Event], dict[str, int]] | dict[str, int] | int]:
+        """Yield ``(line, events, counts)`` for each line that holds an event anchor — counts
+        are the count-anchor occurrences since the previous such line — then the counts after
+        the last one (a dict) and the total line count (an int)."""
+        scanner = self.scanner()
+        by_anchor = [self.anchors[a] for a in scanner.anchor_texts]
+        order = {id(r): i for i, r in enumerate(self.rules)}
+        fast = {i: self.fast_paths[a] for i, a in enumerate(scanner.anchor_texts) if a in self.fast_paths}
+        for hit in scanner.scan(blocks, count):
+            if isinstance(hit, int):
+                yield scanner.tail_counts
+                yield hit
+                return
+            if len(hit.anchors) == 1 and fast:
+                quick = fast.get(next(iter(hit.anchors)))
+                if quick is not None:
+                    done = quick(hit.number, hit.raw)
+                    if done is not None:
+                        done[0].offset = hit.offset
+                        yield done[0], done[1], hit.counts
+                        continue
+            line = parse_line(hit.number, hit.raw.decode("utf-8", errors="replace"))
+            line.offset = hit.offset
 
-        Lines without anchors are counted (``newline`` counts per block) but never built.
-        A final ``(None, [], total_lines)`` reports the line count.
-        """
-        base = 0  # lines before the current block
-        for block in blocks:
-            pos_line = 0  # lines counted from block start up to `pos`
-            pos = 0
-            last_start = -1
-            for m in self._block_re.finditer(block):
-                start = block.rfind("\n", 0, m.start()) + 1
-                if start == last_start:
-                    continue
-                last_start = start
-                pos_line += block.count("\n", pos, start)
-                pos = start
-                end = block.find("\n", start)
-                if end < 0:
-                    end = len(block)
-                number = base + pos_line + 1
-                line = parse_line(number, block[start:end])
+            def lazy(hit: Any = hit) -> list[str]:
+                return [f.decode("utf-8", errors="replace").rstrip("\r") for f in hit.following()]
 
-                def following(end: int = end) -> list[str]:
-                    out, p = [], end + 1
-                    for _ in range(3):
-                        if p >= len(block):
-                            break
-                        q = block.find("\n", p)
-                        q = len(block) if q < 0 else q
-                        out.append(block[p:q].rstrip("\r"))
-                        p = q + 1
-                    return out
+            if len(hit.anchors) == 1:
+                rules = by_anchor[next(iter(hit.anchors))]
+            else:
+                rules = sorted({id(r): r for i in hit.anchors for r in by_anchor[i]}.values(),
+                               key=lambda r: order[id(r)])
+            yield line, self.match_line(line, lazy, rules), hit.counts
 
-                events = self.match_line(line, following)
-                yield line, events, number
-            base += block.count("\n")
-            if block and not block.endswith("\n"):
-                base += 1
-        yield None, [], base
+
+def _bind_fast(rule: Rule) -> Callable[[int, bytes], tuple[Line, list[Event]] | None]:
+    def run(number: int, raw: bytes) -> tuple[Line, list[Event]] | None:
+        got = rule.fast(number, raw)  # type: ignore[misc]
+        if got is None:
+            return None
+        line, data = got
+        return line, [Event(rule.emits, line, line.raw, data, rule)]
+
+    return run
 
 
 def iter_lines(text: str) -> Iterator[Line]:

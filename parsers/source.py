@@ -10,12 +10,15 @@ import gzip
 import hashlib
 import io
 import os
+import queue
 import stat
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 BLOCK_SIZE = 8 * 1024 * 1024
+_HASH_QUEUE = 3  # blocks waiting for the hashing thread (bounds memory)
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -32,38 +35,64 @@ class Source:
     _stream: io.BufferedIOBase | None = None
     sha256: str = ""
     size: int = 0
+    compression: str | None = None  # "gzip" / "zstd" once opened
     _hasher: "hashlib._Hash" = field(default_factory=hashlib.sha256, repr=False)
+
+    @property
+    def plain_file(self) -> bool:
+        """A regular, uncompressed file: external tools can read it directly."""
+        return self.path != "-" and self.compression is None and os.path.isfile(self.path)
 
     @property
     def display(self) -> str:
         return "<stdin>" if self.path == "-" else self.path
 
-    def blocks(self, block_size: int = BLOCK_SIZE) -> Iterator[str]:
-        """Yield decoded text blocks, each ending with a newline (except maybe the last)."""
+    def blocks(self, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
+        """Yield byte blocks, each ending with a newline (except maybe the last).
+
+        From a pipe (stdin) it yields what has arrived, so a followed log is read as it grows."""
         raw = self._open()
+        read = getattr(raw, "read1", None) if self.path == "-" else None
+        read = read or raw.read
+        # sha256 runs in a thread: hashlib lets go of the GIL on large buffers, so the hash
+        # costs the second core, not the scan's time
+        pending: queue.Queue[bytes | None] = queue.Queue(_HASH_QUEUE)
+        hasher = threading.Thread(target=self._hash, args=(pending,), daemon=True)
+        hasher.start()
         carry = b""
         try:
             while True:
-                chunk = raw.read(block_size)
+                chunk = read(block_size)
                 if not chunk:
                     break
-                self._hasher.update(chunk)
+                pending.put(chunk)
                 self.size += len(chunk)
-                chunk = carry + chunk
+                if carry:
+                    chunk = carry + chunk
                 cut = chunk.rfind(b"\n")
                 if cut < 0:
                     carry = chunk
                     continue
-                carry = chunk[cut + 1 :]
-                yield chunk[: cut + 1].decode("utf-8", errors="replace")
+                if cut == len(chunk) - 1:
+                    carry = b""
+                    yield chunk
+                else:
+                    carry = chunk[cut + 1 :]
+                    yield chunk[: cut + 1]
             if carry:
-                yield carry.decode("utf-8", errors="replace")
+                yield carry
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise SourceError(f"{self.display}: cannot read: {exc}") from None
         finally:
+            pending.put(None)
+            hasher.join()
             self.sha256 = self._hasher.hexdigest()
             if raw is not sys.stdin.buffer:
                 raw.close()
+
+    def _hash(self, pending: "queue.Queue[bytes | None]") -> None:
+        while (chunk := pending.get()) is not None:
+            self._hasher.update(chunk)
 
     def _open(self) -> io.BufferedIOBase:
         if self.path == "-":
@@ -85,8 +114,10 @@ class Source:
             raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
         head = f.peek(4)[:4] if hasattr(f, "peek") else b""
         if head.startswith(_GZIP_MAGIC):
+            self.compression = "gzip"
             return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
         if head.startswith(_ZSTD_MAGIC):
+            self.compression = "zstd"
             try:
                 import zstandard
             except ImportError:  # pragma: no cover - zstandard is a dependency

@@ -56,6 +56,10 @@ def _decimals(text: str) -> int:
 
 def parse_number(text: str) -> float | int:
     """'1,350,182' -> 1350182, '2.5' -> 2.5, '7.3e9' -> 7300000000.0."""
+    if text.isdigit():  # the common case, fast
+        return int(text)
+    if text.count(".") == 1 and text.replace(".", "", 1).isdigit():
+        return float(text)
     t = text.strip()
     if not t or not _NUMBER.match(t) or t in {".", "+", "-"}:
         raise UnitError(f"not a number: {text!r}")

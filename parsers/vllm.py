@@ -13,7 +13,7 @@ from typing import Any
 
 from . import units
 from .dumps import parse_dict_repr, parse_keyvalue_repr
-from .lines import Line
+from .lines import Line, rank_of
 from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, SIZE, Rule
 from .vocabulary import F, G, K, P, R, S
 
@@ -408,21 +408,29 @@ _STATS_KEYS = {
     "CPU KV cache usage": R.cpu_kv_cache_usage_pct,
     "Prefix cache hit rate": R.prefix_cache_hit_rate_pct,
 }
-_STATS_PAIR = re.compile(
-    r"(?:^|[,:] |reqs )(?:(?P<dev>[A-Z]+(?: \+ host)?) )?(?P<k>Avg prompt throughput|Avg generation throughput|Running|Waiting|"
-    r"Swapped|Pending|KV cache usage|CPU KV cache usage|Prefix cache hit rate): (?P<v>\d+(?:\.\d+)?)"
-)
 _ENGINE_IDX = re.compile(r"^Engine (?P<e>\d+): ")
 
 
 def _stats(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
+    """Split the ", "-joined "key: value" parts (0.11.1+ builds the line from optional parts;
+    0.7.1-0.7.2 lost a comma: "Waiting: %d reqs GPU KV cache usage")."""
+    body = record[record.find("Avg prompt throughput: "):].replace(" reqs GPU", " reqs, GPU")
     values: dict[str, Any] = {}
-    for pm in _STATS_PAIR.finditer(record):
-        key = pm.group("k")
-        if key == "KV cache usage":  # "GPU KV cache usage" (any device name in 0.30+)
-            key = "CPU KV cache usage" if pm.group("dev") == "CPU" else "GPU KV cache usage"
-        name = _STATS_KEYS[key]
-        values.setdefault(name, units.parse_number(pm.group("v")))
+    for part in body.split(", "):
+        key, sep, val = part.partition(": ")
+        if not sep:
+            continue
+        if key.endswith("KV cache usage"):  # "GPU KV cache usage"; any device name in 0.30+
+            name = R.cpu_kv_cache_usage_pct if key.startswith("CPU") else R.gpu_kv_cache_usage_pct
+        else:
+            name = _STATS_KEYS.get(key)
+            if name is None:
+                continue
+        number = val.split(" ", 1)[0].rstrip(".%")
+        try:
+            values.setdefault(name, units.parse_number(number))
+        except units.UnitError:
+            continue  # a damaged figure is not guessed at
     if R.prompt_throughput_tps not in values:
         return None
     e = _ENGINE_IDX.search(record)
@@ -442,17 +450,23 @@ _SPEC_V1 = {
     "Avg Draft acceptance rate": R.spec_draft_acceptance_rate_pct,
     "Draft acceptance rate": R.spec_draft_acceptance_rate_pct,
 }
-_SPEC_PAIR = re.compile(r"(?P<k>Mean acceptance length|Avg Draft acceptance rate|Draft acceptance rate|"
-                        r"Accepted|Drafted): (?P<v>\d+(?:\.\d+)?)(?P<pct>%)?")
 _PER_POSITION = re.compile(r"Per-position acceptance rate: (?P<v>(?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
 
 
 # V1 0.8.3+ "SpecDecoding metrics: …" (ref §2.9)
 def _spec_v1(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     values: dict[str, Any] = {}
-    for pm in _SPEC_PAIR.finditer(record):
-        values.setdefault(_SPEC_V1[pm.group("k")], units.parse_number(pm.group("v")))
     pp = _PER_POSITION.search(record)
+    body = record[: pp.start()] + record[pp.end():] if pp else record
+    for part in body[body.find("SpecDecoding metrics: ") + len("SpecDecoding metrics: "):].split(", "):
+        key, sep, val = part.partition(": ")
+        name = _SPEC_V1.get(key)
+        if not sep or name is None:
+            continue
+        try:
+            values.setdefault(name, units.parse_number(val.split(" ", 1)[0].rstrip("%")))
+        except units.UnitError:
+            continue
     if pp:
         values[R.spec_per_position_acceptance] = [
             None if x == "nan" else float(x) for x in pp.group("v").split(", ")
@@ -482,20 +496,49 @@ def _spec_v0(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
     return {"kind": "spec_decode", "engine": None, "values": values}
 
 
+# The common V1 stats line exactly as 0.8.3+ prints it, prefixed or not: read without building
+# the general line model.  Any other shape (wrappers, optional parts, V0) takes the general path.
+_FAST_STATS = re.compile(
+    rb"^(?:\((?P<proc>[A-Za-z_]\w*) pid=(?P<pid>\d+)\) )?INFO (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d) "
+    rb"\[(?P<file>[^\s:\[\]]+):\d+\] (?P<msg>Engine (?P<e>\d+): Avg prompt throughput: (?P<p>\d+\.\d) tokens/s, "
+    rb"Avg generation throughput: (?P<g>\d+\.\d) tokens/s, Running: (?P<r>\d+) reqs, Waiting: (?P<w>\d+) reqs, "
+    rb"GPU KV cache usage: (?P<u>\d+\.\d)%, Prefix cache hit rate: (?P<h>\d+\.\d)%)$"
+)
+
+
+def _stats_fast(number: int, raw: bytes) -> tuple[Line, dict[str, Any]] | None:
+    m = _FAST_STATS.match(raw)
+    if m is None:
+        return None
+    proc = m.group("proc")
+    line = Line(number, raw.decode("ascii"), m.group("msg").decode("ascii"),
+                proc.decode("ascii") if proc else None, int(m.group("pid")) if proc else None, None,
+                "INFO", m.group("ts").decode("ascii"), None, m.group("file").decode("ascii"))
+    if proc:
+        line.rank = rank_of(line.process)  # type: ignore[arg-type]
+    values = {
+        R.prompt_throughput_tps: float(m.group("p")), R.generation_throughput_tps: float(m.group("g")),
+        R.running_reqs: int(m.group("r")), R.waiting_reqs: int(m.group("w")),
+        R.gpu_kv_cache_usage_pct: float(m.group("u")), R.prefix_cache_hit_rate_pct: float(m.group("h")),
+    }
+    return line, {"kind": "engine_stats", "engine": int(m.group("e")), "values": values}
+
+
 RUNTIME_RULES = [
-    Rule("engine_stats", "Avg prompt throughput: ", RUNTIME, r"Avg prompt throughput: ", extract=_stats),
+    Rule("engine_stats", "Avg prompt throughput: ", RUNTIME, r"Avg prompt throughput: ", extract=_stats,
+         fast=_stats_fast),
     Rule("v0_prefix_hit", "Prefix cache hit rate: GPU: ", RUNTIME,
          r"^Prefix cache hit rate: GPU: (?P<g>[\d.]+)%", extract=_v0_prefix),
     Rule("spec_decode_v1", "SpecDecoding metrics: ", RUNTIME, r"SpecDecoding metrics: ", extract=_spec_v1),
     Rule("spec_decode_v0", "Speculative metrics: ", RUNTIME, r"Speculative metrics: ", extract=_spec_v0),
-    # uvicorn access: '172.18.0.1:50504 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
-    Rule("access_line", " HTTP/1.", COUNT, r'"[A-Z]+ \S+ HTTP/[\d.]+" \d{3}', marker="access"),
-    # request lines: "Received request %s", "Added request %s", "Finished request %s",
-    # "Aborted request %s", "Request %s failed (engine dead)."
-    Rule("request_line", " request ", COUNT, r"(?:^|: )(?:Received|Added|Finished|Aborted) request \S",
-         marker="request"),
-    Rule("request_failed", "failed (engine dead)", COUNT, r"^Request \S+ failed \(engine dead\)",
-         marker="request", implies_up=True),
+    # Counted, not stored: every occurrence of these anchors in the boot.  uvicorn's access line
+    # '172.18.0.1:50504 - "POST /v1/chat/completions HTTP/1.1" 200 OK'; the request log's
+    # "Received request %s: prompt: …" (one per request with --enable-log-requests).
+    Rule("access_line", "HTTP/1.", COUNT, marker="access"),
+    Rule("request_line", "Received request ", COUNT, marker="request"),
+    # "Request %s failed (engine dead)." (V1): requests were in flight, so the engine was serving
+    Rule("request_failed", "failed (engine dead)", MARKER, r"^Request \S+ failed \(engine dead\)",
+         marker="serving", implies_up=True),
 ]
 
 BUILTIN_RULES: list[Rule] = (
