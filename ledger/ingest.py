@@ -4,13 +4,14 @@ transaction, and report what happened per file (one bad file does not stop the o
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import parsers
 from parsers.rules import RuleSet
 
 from .errors import LedgerError
-from .store import DeployInfo, Ledger, store_boot
+from .store import DeployInfo, Ledger, SampleSpool, set_source_sha256, store_boot
 
 
 @dataclass
@@ -23,21 +24,38 @@ class FileResult:
 
 
 def ingest_file(ledger: Ledger, path: str, info: DeployInfo, rules: RuleSet | None = None,
-                year: int | None = None) -> FileResult:
+                year: int | None = None, on_stored: Callable[[int, parsers.Boot], None] | None = None,
+                progress: Callable[[int], None] | None = None) -> FileResult:
+    """Parse and store one input.  Each boot is written in its own transaction as soon as it is
+    complete (from a stream: while the stream goes on); runtime samples are spooled, so memory
+    stays flat whatever the input's size."""
     result = FileResult(path)
     source = parsers.Source(path)
-    try:
-        parsed = parsers.parse_source(source, rules, year or parsers._default_year(path))
-    except parsers.SourceError as exc:
-        result.error = str(exc)
-        return result
-    result.sha256 = source.sha256
-    for boot in parsed.boots:
-        bid = store_boot(ledger, boot, source.display, source.sha256, info)
+    spools: dict[int, SampleSpool] = {}
+
+    def sink(boot: parsers.Boot, sample: parsers.RuntimeSample) -> None:
+        spool = spools.get(id(boot))
+        if spool is None:
+            spool = spools[id(boot)] = SampleSpool()
+        spool.add(sample)
+
+    def on_boot(boot: parsers.Boot) -> None:
+        bid = store_boot(ledger, boot, source.display, source.sha256 or None, info, spools.pop(id(boot), None))
         if bid is None:
             result.existing += 1
         else:
             result.stored.append((bid, boot))
+            if on_stored:
+                on_stored(bid, boot)
+
+    try:
+        parsers.parse_source(source, rules, year or parsers._default_year(path), on_boot=on_boot,
+                             runtime_sink=sink, progress=progress)
+    except parsers.SourceError as exc:
+        result.error = str(exc)
+        return result
+    result.sha256 = source.sha256
+    set_source_sha256(ledger, [bid for bid, _ in result.stored], source.sha256)
     return result
 
 

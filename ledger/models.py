@@ -46,11 +46,13 @@ class Boot(Base):
     """One start-up of the engine, read from one region of one log file."""
 
     __tablename__ = "boot"
-    __table_args__ = (UniqueConstraint("source_sha256", "boot_index", name="uq_boot_source"),)
+    __table_args__ = (UniqueConstraint("content_sha256", name="uq_boot_content"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     deploy_id: Mapped[int] = mapped_column(ForeignKey("deploy.id"), index=True)
+    # identity: a digest of every line the boot was read from (see parsers.boots)
+    content_sha256: Mapped[str] = mapped_column(String(64))
     source_path: Mapped[str] = mapped_column(Text)
-    source_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    source_sha256: Mapped[str | None] = mapped_column(String(64), index=True)  # null: stream cut short
     boot_index: Mapped[int] = mapped_column(Integer)
     first_line: Mapped[int] = mapped_column(Integer)
     last_line: Mapped[int] = mapped_column(Integer)
@@ -121,6 +123,7 @@ class Failure(Base):
     process: Mapped[str | None] = mapped_column(String(80))
     figures: Mapped[str] = mapped_column(Text)  # JSON {figure: value}
     pack: Mapped[str | None] = mapped_column(String(80))
+    logged_at: Mapped[str | None] = mapped_column(String(32))
     boot: Mapped[Boot] = relationship(back_populates="failures")
 
 

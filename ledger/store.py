@@ -31,7 +31,7 @@ from parsers.vocabulary import RUNTIME_SERIES
 from . import models as m
 from .errors import LedgerError
 
-HEAD_REVISION = "0002_reconciliation"  # the newest migration; tests check it matches migrations/
+HEAD_REVISION = "0003_boot_identity"  # the newest migration; tests check it matches migrations/
 ENV_VAR = "LEDGER_DB"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -182,8 +182,25 @@ def _migrate(ledger: Ledger, path: Path | None) -> Path | None:
         backup = backup_sqlite(path, rev)
     from alembic import command
 
-    with ledger.engine.begin() as conn:
-        command.upgrade(_alembic_config(conn), "head")
+    with ledger.engine.connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        if sqlite:
+            # SQLite alters a table by copying it and dropping the old one; with foreign keys on,
+            # that drop would cascade into every child row.  Off for the migration, checked after.
+            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            conn.commit()
+        try:
+            with conn.begin():
+                command.upgrade(_alembic_config(conn), "head")
+            if sqlite:
+                broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise LedgerError(f"{path or ledger.url}: the upgrade left {len(broken)} dangling rows; "
+                                      f"restore the backup {backup}")
+        finally:
+            if sqlite:
+                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+                conn.commit()
     return backup
 
 
@@ -248,12 +265,6 @@ def get_or_create_deploy(session: Session, info: DeployInfo) -> m.Deploy:
     return deploy
 
 
-def already_ingested(ledger: Ledger, sha256: str) -> list[int]:
-    with ledger.Session() as s:
-        return list(s.execute(select(m.Boot.id).where(m.Boot.source_sha256 == sha256)
-                              .order_by(m.Boot.boot_index)).scalars())
-
-
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
@@ -269,21 +280,80 @@ def plain_text(value: Any) -> str | None:
     return _json(value)
 
 
-def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str,
-               info: DeployInfo) -> int | None:
-    """Write one boot in one transaction; returns its id, or None if it was already there."""
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else _json(value)
+
+
+class SampleSpool:
+    """Runtime samples of one boot on their way to the database: a few thousand in memory, the
+    rest spilled to a temporary file, so a weeks-long boot costs no more memory than a short one."""
+
+    LIMIT = 5000
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+        self.file = None
+        self.spilled = 0
+
+    def add(self, sample: parsers.RuntimeSample) -> None:
+        self.rows.append(_sample_tuple(sample))
+        if len(self.rows) >= self.LIMIT:
+            import pickle
+            import tempfile
+
+            if self.file is None:
+                self.file = tempfile.TemporaryFile()
+            pickle.dump(self.rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+            self.spilled += 1
+            self.rows = []
+
+    def batches(self):
+        if self.file is not None:
+            import pickle
+
+            self.file.seek(0)
+            for _ in range(self.spilled):
+                yield pickle.load(self.file)
+            self.file.close()
+            self.file = None
+        if self.rows:
+            yield self.rows
+            self.rows = []
+
+
+_SERIES_COLUMNS = [n for n in RUNTIME_SERIES if n != "spec_per_position_acceptance"]
+
+
+def _sample_tuple(r: parsers.RuntimeSample) -> tuple:
+    v = r.values
+    return (r.kind, r.line, r.timestamp, r.engine, *[v.get(n) for n in _SERIES_COLUMNS],
+            _json_or_none(v.get("spec_per_position_acceptance")))
+
+
+def boot_exists(ledger: Ledger, content_sha256: str) -> int | None:
+    with ledger.Session() as s:
+        return s.execute(select(m.Boot.id).where(m.Boot.content_sha256 == content_sha256)).scalar()
+
+
+def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str | None,
+               info: DeployInfo, spool: SampleSpool | None = None) -> int | None:
+    """Write one boot in one transaction; returns its id, or None if it was already there
+    (the same content, from this file or another)."""
     deploy_info = info
     if not info.image and len(boot.image_digests) == 1:
         # the log printed its own image digest: key the deploy by it
         deploy_info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty)
+    year = (boot.started_at or boot.ready_at or boot.ended_at or "")[:4] or None
     with ledger.Session() as s, s.begin():
-        exists = s.execute(select(m.Boot.id).where(m.Boot.source_sha256 == sha256,
-                                                   m.Boot.boot_index == boot.index)).scalar()
-        if exists is not None:
+        if s.execute(select(m.Boot.id).where(m.Boot.content_sha256 == boot.content_sha256)).scalar() is not None:
             return None
+        if sha256 and s.execute(select(m.Boot.id).where(m.Boot.source_sha256 == sha256,
+                                                          m.Boot.boot_index == boot.index)).scalar() is not None:
+            return None  # the same file ingested before (also by a ledger older than content digests)
         deploy = get_or_create_deploy(s, deploy_info)
         row = m.Boot(
-            deploy_id=deploy.id, source_path=source_path, source_sha256=sha256, boot_index=boot.index,
+            deploy_id=deploy.id, content_sha256=boot.content_sha256, source_path=source_path,
+            source_sha256=sha256 or None, boot_index=boot.index,
             first_line=boot.first_line, last_line=boot.last_line, engine_name=boot.engine_name,
             engine_version=boot.engine_version, engine_commit=boot.engine_commit,
             image_digest_in_log=boot.image_digests[0] if boot.image_digests else None,
@@ -306,19 +376,39 @@ def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str
         )
         s.add_all(
             m.Failure(boot_id=bid, kind=f.kind, phase=f.phase or "unknown", line=f.line, text=f.text,
-                      rank=f.rank, process=f.process, figures=_json(f.figures), pack=f.pack)
+                      rank=f.rank, process=f.process, figures=_json(f.figures), pack=f.pack,
+                      logged_at=f.logged_at)
             for f in boot.failures
         )
-        if boot.runtime:
-            s.execute(m.RuntimeSample.__table__.insert(), [_sample_row(bid, r) for r in boot.runtime])
+        s.flush()
+        spool = spool or SampleSpool()
+        for sample in boot.runtime:  # samples the parser kept (no sink)
+            spool.add(sample)
+        _insert_samples(s, bid, spool, year)
         return bid
 
 
-def _sample_row(boot_id: int, r: parsers.RuntimeSample) -> dict[str, Any]:
-    row: dict[str, Any] = {"boot_id": boot_id, "kind": r.kind, "line": r.line, "logged_at": r.timestamp,
-                           "engine": r.engine}
-    for name in RUNTIME_SERIES:
-        row[name] = None
-    for name, value in r.values.items():
-        row[name] = _json(value) if isinstance(value, list) else value
-    return row
+def _insert_samples(session: Session, boot_id: int, spool: SampleSpool, year: str | None) -> None:
+    table = m.RuntimeSample.__table__
+    cols = ["boot_id", "kind", "line", "logged_at", "engine", *_SERIES_COLUMNS, "spec_per_position_acceptance"]
+    stmt = table.insert()
+    conn = session.connection()
+    for batch in spool.batches():
+        rows = []
+        for t in batch:
+            kind, line, ts, engine, *rest = t
+            logged = f"{year}-{ts}" if (year and ts) else None
+            rows.append(dict(zip(cols, (boot_id, kind, line, logged, engine, *rest))))
+        conn.execute(stmt, rows)
+
+
+def set_source_sha256(ledger: Ledger, boot_ids: list[int], sha256: str) -> None:
+    """Record the whole input's sha256 on boots stored before it was known (a stream)."""
+    if not boot_ids:
+        return
+    with ledger.Session() as s, s.begin():
+        for b in s.execute(select(m.Boot).where(m.Boot.id.in_(boot_ids))).scalars():
+            if b.source_sha256 is None:
+                b.source_sha256 = sha256
+
+

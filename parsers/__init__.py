@@ -145,7 +145,8 @@ def _recount(source: Source, rules: RuleSet, boots: list[Boot], header_end: int)
 
 def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,
                  on_boot: Callable[[Boot], None] | None = None,
-                 runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None) -> ParseResult:
+                 runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None,
+                 progress: Callable[[int], None] | None = None) -> ParseResult:
     """Scan a source.  ``on_boot(boot)`` is called as each boot completes (streaming);
     ``runtime_sink(boot, sample)`` receives runtime samples instead of the boot keeping them."""
     rules = rules or builtin_ruleset()
@@ -168,6 +169,8 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
                     state["header_counts"] = rules.count_line(text)
             if not state["vllm"] and _VLLM_LINE_BYTES.search(block):
                 state["vllm"] = True
+            if progress:
+                progress(source.size)
             yield block
 
     # counts come from grep for a plain file; the Python counter otherwise (pipes, .gz, .zst)

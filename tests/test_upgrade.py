@@ -15,14 +15,19 @@ OLD = ROOT / "fixtures" / "ledgers" / "schema-0001-real-boots.db"
 TABLES = ("deploy", "boot", "shape", "fact", "failure", "runtime_sample")
 
 
-def dump(path) -> dict[str, list[tuple]]:
+def columns(path) -> dict[str, list[str]]:
     con = sqlite3.connect(path)
     try:
-        out = {}
-        for t in TABLES:
-            cols = [r[1] for r in con.execute(f"PRAGMA table_info({t})") if r[1] != "value_text"]
-            out[t] = con.execute(f"SELECT {', '.join(cols)} FROM {t} ORDER BY id").fetchall()
-        return out
+        return {t: [r[1] for r in con.execute(f"PRAGMA table_info({t})")] for t in TABLES}
+    finally:
+        con.close()
+
+
+def dump(path, cols: dict[str, list[str]]) -> dict[str, list[tuple]]:
+    """Every row of every table, in the columns of the old schema."""
+    con = sqlite3.connect(path)
+    try:
+        return {t: con.execute(f"SELECT {', '.join(cols[t])} FROM {t} ORDER BY id").fetchall() for t in TABLES}
     finally:
         con.close()
 
@@ -42,13 +47,15 @@ def test_the_fixture_is_a_first_revision_ledger():
 
 
 def test_upgrade_keeps_every_row_and_writes_a_backup_first(old_copy):
-    before = dump(old_copy)
+    old_columns = columns(old_copy)
+    before = dump(old_copy, old_columns)
+    assert sum(len(rows) for rows in before.values()) > 100
     ledger = open_ledger(str(old_copy))
     ledger.dispose()
     assert ledger.backup is not None and ledger.backup.parent == old_copy.parent
     assert ledger.backup.name.startswith("ledger.db.0001_initial.")
-    assert dump(ledger.backup) == before  # the backup is the old ledger as it was
-    assert dump(old_copy) == before  # and every row survived the upgrade
+    assert dump(ledger.backup, old_columns) == before  # the backup is the old ledger as it was
+    assert dump(old_copy, old_columns) == before  # and every row survived the upgrade
     con = sqlite3.connect(old_copy)
     assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD_REVISION,)]
     # shape values gained their plain-text form
@@ -77,3 +84,12 @@ def test_db_upgrade_command_on_an_old_ledger(old_copy, cli):
     r = cli("db", "upgrade", "--db", str(old_copy))
     assert r.output.splitlines()[0] == f"upgraded 0001_initial -> {HEAD_REVISION}"
     assert r.output.splitlines()[1].startswith("backup: ")
+
+
+def test_reingesting_a_file_after_the_upgrade_stores_nothing(old_copy, cli):
+    r = cli("ingest", "--db", str(old_copy), str(ROOT / "fixtures" / "real" /
+                                               "008_v1-nightly-dual4090-dflash-kvpool-specdecode-runtime.log"))
+    assert "already in the ledger" in r.output
+    con = sqlite3.connect(old_copy)
+    assert con.execute("SELECT count(*) FROM boot").fetchone() == (6,)
+    con.close()
