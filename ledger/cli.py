@@ -121,14 +121,18 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
     stored_ids: list[str] = []
     try:
         for path in logs:
-            result = ingest_file(ledger, path, info, rules, year=year)
+            progress = _Progress(path) if sys.stderr.isatty() else None
+            result = ingest_file(ledger, path, info, rules, year=year, progress=progress,
+                                 on_stored=_streamed(path, as_json) if path == "-" else None)
+            if progress:
+                progress.done()
             if result.error:
                 failed += 1
                 click.echo(f"error: {result.error}", err=True)
                 continue
             for bid, boot in result.stored:
                 stored_ids.append(str(bid))
-                if not as_json:
+                if not as_json and path != "-":
                     click.echo(_boot_line(bid, boot, path))
             if result.existing and not result.stored and not as_json:
                 click.echo(f"{path}: already in the ledger ({result.existing} boot"
@@ -139,6 +143,42 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
         ledger.dispose()
     if failed:
         raise click.exceptions.Exit(1)
+
+
+class _Progress:
+    """A progress line on a terminal (stderr), shown once an input has taken a second."""
+
+    def __init__(self, path: str):
+        import os
+        import time
+
+        self.path, self.start, self.shown = path, time.monotonic(), False
+        self.total = os.path.getsize(path) if path != "-" and os.path.isfile(path) else None
+
+    def __call__(self, done: int) -> None:
+        import time
+
+        if time.monotonic() - self.start < 1.0:
+            return
+        self.shown = True
+        mb = done / 1e6
+        if self.total:
+            click.echo(f"\r{self.path}: {done / self.total:4.0%} of {self.total / 1e6:,.0f} MB", nl=False, err=True)
+        else:
+            click.echo(f"\r{self.path}: {mb:,.0f} MB read", nl=False, err=True)
+
+    def done(self) -> None:
+        if self.shown:
+            click.echo("\r\033[K", nl=False, err=True)
+
+
+def _streamed(path: str, as_json: bool):
+    """From stdin, say each boot as it is stored: the stream may go on for days."""
+    def say(bid: int, boot) -> None:
+        if not as_json:
+            click.echo(_boot_line(bid, boot, path))
+
+    return say
 
 
 def _boot_line(bid: int, boot, path: str) -> str:
@@ -491,6 +531,85 @@ def deploy_list(fmt: str, db: str | None) -> None:
     finally:
         ledger.dispose()
     click.echo(render(rows, ["deploy", "name", "boots", "settings"] if fmt == "table" else None, fmt))
+
+
+# -- runtime ----------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("boot")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@db_option
+def runtime(boot: str, fmt: str, db: str | None) -> None:
+    """What a served boot did: decode t/s, KV usage, prefix hits, speculative acceptance,
+    requests, uptime and how it ended.
+
+    Decode throughput is taken over the stats intervals that had running requests.
+
+    \b
+    Examples:
+      ledger runtime 7
+      ledger runtime qwen-fp8 --format json
+    """
+    from .runtime import render_runtime, runtime_report
+
+    ledger = _open(db)
+    try:
+        report = runtime_report(ledger, boot)
+    finally:
+        ledger.dispose()
+    click.echo(json.dumps(report, indent=2) if fmt == "json" else render_runtime(report))
+
+
+@main.group()
+def plot() -> None:
+    """PNG charts (needs the 'plot' extra: pip install 'vllm-ledger[plot]')."""
+
+
+@plot.command("runtime")
+@click.argument("boot")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="runtime.png", show_default=True)
+@db_option
+def plot_runtime_cmd(boot: str, output: str, db: str | None) -> None:
+    """A boot's runtime series: throughput, KV usage, running and waiting requests.
+
+    \b
+    Example:
+      ledger plot runtime 7 -o boot7.png
+    """
+    from pathlib import Path
+
+    from .runtime import plot_runtime
+
+    ledger = _open(db)
+    try:
+        out = plot_runtime(ledger, boot, Path(output))
+    finally:
+        ledger.dispose()
+    click.echo(f"wrote {out}")
+
+
+@plot.command("history")
+@click.option("--deploy", help="Only this deploy's boots.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="history.png", show_default=True)
+@db_option
+def plot_history_cmd(deploy: str | None, output: str, db: str | None) -> None:
+    """KV tokens, concurrency and median decode t/s across boots.
+
+    \b
+    Example:
+      ledger plot history --deploy qwen-fp8 -o qwen.png
+    """
+    from pathlib import Path
+
+    from .runtime import plot_history
+
+    ledger = _open(db)
+    try:
+        out = plot_history(ledger, deploy, Path(output))
+    finally:
+        ledger.dispose()
+    click.echo(f"wrote {out}")
 
 
 # -- grammar packs ----------------------------------------------------------------------------------

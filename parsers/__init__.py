@@ -146,13 +146,13 @@ def _recount(source: Source, rules: RuleSet, boots: list[Boot], header_end: int)
 def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,
                  on_boot: Callable[[Boot], None] | None = None,
                  runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None,
-                 progress: Callable[[int], None] | None = None) -> ParseResult:
+                 progress: Callable[[int], None] | None = None, grep: bool = True) -> ParseResult:
     """Scan a source.  ``on_boot(boot)`` is called as each boot completes (streaming);
     ``runtime_sink(boot, sample)`` receives runtime samples instead of the boot keeping them."""
     rules = rules or builtin_ruleset()
     state = {"header": 0, "vllm": False, "first": True, "header_counts": {}}
     external = None
-    if rules.count_anchors and _GREP and source.path != "-" and os.path.isfile(source.path):
+    if grep and rules.count_anchors and _GREP and source.path != "-" and os.path.isfile(source.path):
         # started before the file is opened: Source decides on compression when it opens it
         external = _ExternalCounts(source.path, rules.count_anchors)
 

@@ -186,11 +186,12 @@ class RuleSet:
                 found.setdefault(id(rule), rule)
         return [r for r in self.rules if id(r) in found]
 
-    def count_line(self, raw: str) -> dict[str, int]:
-        """Count-anchor occurrences in one line (the line-by-line twin of the block scanner)."""
+    def count_line(self, text: str) -> dict[str, int]:
+        """Lines of ``text`` holding each count anchor, by kind (as ``grep -c`` counts them)."""
         counts: dict[str, int] = {}
+        lines = text.split("\n")
         for anchor, kind in self.count_anchors.items():
-            n = raw.count(anchor)
+            n = sum(1 for line in lines if anchor in line)
             if n:
                 counts[kind] = counts.get(kind, 0) + n
         return counts

@@ -1,0 +1,158 @@
+"""Runtime: the series of real runtime excerpts, `ledger runtime`, `ledger plot`, streaming from
+stdin, and the spool that keeps memory flat."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REAL, ROOT
+
+F008 = next(REAL.glob("008_*.log"))
+F028 = next(REAL.glob("028_*.log"))
+F058 = next(REAL.glob("058_*.log"))
+FIVE = ROOT / "fixtures" / "reconcile" / "fp8-5x262144-runtime-oom.log"
+RESTART = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
+
+
+def test_runtime_of_a_serving_boot(db, cli):
+    cli("ingest", str(F008))
+    r = json.loads(cli("runtime", "1", "--format", "json").output)
+    assert r["decode_tps"]["median"] == pytest.approx((89.6 + 90.1) / 2)
+    assert (r["decode_tps"]["max"], r["decode_tps"]["intervals_with_running_requests"]) == (90.1, 2)
+    assert r["peak_gpu_kv_cache_usage_pct"] == 5.2
+    assert r["spec_decode"]["mean_acceptance_length"] == pytest.approx((2.91 + 2.66) / 2)
+    assert r["spec_decode"]["draft_acceptance_rate_pct"] == pytest.approx((38.2 + 33.3) / 2)
+    assert r["requests"] == {"access_lines": 2, "request_lines": 0}
+    assert r["uptime_seconds"] == 20 and r["ended"]["how"] == "still serving when the log ends"
+
+
+def test_decode_speed_ignores_idle_intervals(db, cli):
+    cli("ingest", str(F028))
+    r = json.loads(cli("runtime", "1", "--format", "json").output)
+    assert r["decode_tps"]["max"] == 1242.7 and r["decode_tps"]["intervals_with_running_requests"] == 5
+    assert r["peak_gpu_kv_cache_usage_pct"] == 98.4
+
+
+def test_a_runtime_crash_says_how_long_after_ready(db, cli):
+    """'Five 262144-token contexts passed every boot gate ... but ... killed Worker_TP1 with
+    torch.OutOfMemoryError' — boot is not proof of runtime survivability."""
+    cli("ingest", str(FIVE))
+    r = json.loads(cli("runtime", "1", "--format", "json").output)
+    assert r["outcome"] == "crashed"
+    e = r["ended"]
+    assert e["kinds"] == ["worker_died", "oom", "engine_dead"]
+    assert e["seconds_after_ready"] == 221  # ready 02:11:33, crash 02:15:14
+    assert e["figures"]["tried_to_allocate_bytes"] == 50 * 2**20 and e["figures"]["free_bytes"] == 0
+    assert "0:03:41 after ready" in cli("runtime", "1").output
+
+
+def test_a_crash_with_no_ready_line_in_the_excerpt(db, cli):
+    cli("ingest", str(F058))
+    r = json.loads(cli("runtime", "1", "--format", "json").output)
+    assert r["ended"]["kinds"] == ["oom", "engine_dead"] and r["ended"]["seconds_after_ready"] is None
+
+
+def test_runtime_samples_keep_their_time_and_engine(db, cli):
+    cli("ingest", str(F008), "--year", "2026")
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT kind, line, logged_at, engine, generation_throughput_tps, spec_per_position_acceptance "
+                       "FROM runtime_sample ORDER BY line").fetchall()
+    con.close()
+    assert rows[0] == ("spec_decode", 14, "2026-05-04 01:06:43", None, None, "[0.77, 0.523, 0.329, 0.181, 0.106]")
+    assert rows[1][:5] == ("engine_stats", 16, "2026-05-04 01:06:53", 0, 89.6)
+
+
+def _png_ok(path) -> None:
+    import matplotlib.image as mpimg
+
+    assert path.stat().st_size > 10_000
+    pixels = mpimg.imread(path)
+    assert pixels.shape[0] > 300 and pixels.shape[1] > 300
+    assert pixels[..., :3].std() > 0.05  # not blank
+
+
+def test_plot_runtime_writes_a_chart(db, cli, tmp_path):
+    cli("ingest", str(F028))
+    out = tmp_path / "rt.png"
+    r = cli("plot", "runtime", "1", "-o", str(out))
+    assert r.exit_code == 0 and out.exists()
+    _png_ok(out)
+
+
+def test_plot_history_writes_a_chart(db, cli, tmp_path):
+    cli("ingest", str(F008), str(FIVE), str(RESTART))
+    out = tmp_path / "h.png"
+    assert cli("plot", "history", "-o", str(out)).exit_code == 0
+    _png_ok(out)
+
+
+def test_plot_without_samples_is_one_line(db, cli, tmp_path):
+    cli("ingest", str(RESTART))
+    r = cli("plot", "runtime", "1", "-o", str(tmp_path / "x.png"))
+    assert r.exit_code == 1 and "no stats intervals to plot" in r.output
+
+
+def test_plot_is_the_only_command_that_imports_matplotlib(db):
+    code = ("import sys; from click.testing import CliRunner; from ledger.cli import main;"
+            f"CliRunner().invoke(main, ['ingest', {str(F008)!r}]); CliRunner().invoke(main, ['runtime', '1']);"
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_stdin_stores_each_boot_as_it_completes(tmp_path):
+    """`journalctl -u vllm -f | ledger ingest -`: the first boot is in the ledger while the
+    stream is still open."""
+    db = tmp_path / "l.db"
+    lines = RESTART.read_text().splitlines(keepends=True)
+    proc = subprocess.Popen([sys.executable, "-m", "ledger", "ingest", "--db", str(db), "--year", "2026", "-"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write("".join(lines[:27]).encode())  # boot 1 and the first lines of boot 2
+        proc.stdin.flush()
+        deadline = time.time() + 30
+        first = []
+        while time.time() < deadline and not first:
+            time.sleep(0.2)
+            if db.exists():
+                try:
+                    con = sqlite3.connect(db)
+                    first = con.execute("SELECT outcome FROM boot").fetchall()
+                    con.close()
+                except sqlite3.OperationalError:
+                    pass
+        assert first == [("failed",)]
+        assert proc.poll() is None  # still reading
+        proc.stdin.write("".join(lines[27:]).encode())
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out.decode().count("boot ") == 2
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT outcome, source_sha256 IS NOT NULL FROM boot ORDER BY id").fetchall() == [
+        ("failed", 1), ("ready", 1)]
+    con.close()
+
+
+def test_the_spool_spills_to_disk_and_gives_everything_back():
+    from ledger.store import SampleSpool
+    from parsers.boots import RuntimeSample
+
+    spool = SampleSpool()
+    spool.LIMIT = 10
+    for i in range(35):
+        spool.add(RuntimeSample("engine_stats", i, "10-01 09:00:00", 0, {"running_reqs": i}))
+    assert spool.spilled == 3 and len(spool.rows) == 5
+    got = [row for batch in spool.batches() for row in batch]
+    assert [r[1] for r in got] == list(range(35))
