@@ -28,7 +28,7 @@ SYNTH = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-rea
 
 def wall(cmd: list[str], env: dict[str, str] | None = None) -> float:
     t = time.perf_counter()
-    subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    subprocess.run(cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t
 
 

@@ -389,17 +389,16 @@ def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str
 
 
 def _insert_samples(session: Session, boot_id: int, spool: SampleSpool, year: str | None) -> None:
-    table = m.RuntimeSample.__table__
+    """Samples go through the driver's executemany with plain tuples: a weeks-long boot has
+    hundreds of thousands of them, and per-row ORM work would dominate the ingest."""
     cols = ["boot_id", "kind", "line", "logged_at", "engine", *_SERIES_COLUMNS, "spec_per_position_acceptance"]
-    stmt = table.insert()
     conn = session.connection()
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    sql = f"INSERT INTO runtime_sample ({', '.join(cols)}) VALUES ({', '.join([mark] * len(cols))})"
+    prefix = f"{year}-" if year else None
     for batch in spool.batches():
-        rows = []
-        for t in batch:
-            kind, line, ts, engine, *rest = t
-            logged = f"{year}-{ts}" if (year and ts) else None
-            rows.append(dict(zip(cols, (boot_id, kind, line, logged, engine, *rest))))
-        conn.execute(stmt, rows)
+        rows = [(boot_id, t[0], t[1], (prefix + t[2]) if (prefix and t[2]) else None, *t[3:]) for t in batch]
+        conn.exec_driver_sql(sql, rows)
 
 
 def set_source_sha256(ledger: Ledger, boot_ids: list[int], sha256: str) -> None:

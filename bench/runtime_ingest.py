@@ -1,0 +1,91 @@
+"""Runtime-log ingest against grep, at two input sizes.
+
+For each size: write a realistic runtime log (bench/make_runtime_log.py), run `ledger ingest`
+on it into a fresh ledger, and in the same run time `grep -c -F -f ANCHORS` where ANCHORS are
+the literal anchors the grammar uses.  Prints both wall times, the ratio, ingest MB/s and the
+peak RSS of the ingest process.
+
+Usage: python bench/runtime_ingest.py [--sizes 500 1000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t
+    if done.returncode not in (0, 1):
+        sys.exit(f"{cmd[0]} failed: {done.stderr.decode()[-500:]}")
+    # ru_maxrss of children is the max over all waited children: run the ingest first per size
+    return wall, max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
+
+
+def rss_of(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS in MB, measured by GNU time when present, else by getrusage."""
+    gnu_time = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+    if gnu_time:
+        with tempfile.NamedTemporaryFile("r") as out:
+            t = time.perf_counter()
+            # stdout to a pipe, not /dev/null: GNU grep stops at the first match when its output is
+            # /dev/null, which would make the reference meaninglessly fast
+            subprocess.run([gnu_time, "-f", "%M", "-o", out.name, *cmd], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, check=False)
+            wall = time.perf_counter() - t
+            return wall, int(out.read().strip().splitlines()[-1]) / 1024
+    wall, kib = run(cmd, env)
+    return wall, kib / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=float, nargs="+", default=[500, 1000], help="log sizes in MB")
+    ap.add_argument("--keep", help="write the logs here and keep them")
+    args = ap.parse_args()
+    ledger = shutil.which("ledger") or sys.exit("install ledger first (pip install '.[fast]')")
+    sys.path.insert(0, str(ROOT))
+    import parsers
+    from parsers.scan import available_engines
+
+    rules = parsers.builtin_ruleset()
+    work = Path(args.keep or tempfile.mkdtemp(prefix="ledger-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    anchors = work / "anchors.txt"
+    anchors.write_text("\n".join(rules.all_anchors) + "\n")
+    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}, scan engine "
+          f"{available_engines()[0]}, {len(rules.all_anchors)} anchors")
+    for size in args.sizes:
+        log = work / f"runtime-{size:g}MB.log"
+        if not log.exists():
+            subprocess.run([sys.executable, str(ROOT / "bench" / "make_runtime_log.py"), str(log), "--mb", str(size)],
+                           check=True)
+        mb = log.stat().st_size / 1e6
+        env = dict(os.environ, LEDGER_DB=str(work / f"ledger-{size:g}.db"))
+        for p in work.glob(f"ledger-{size:g}.db*"):
+            p.unlink()
+        grep_wall, _ = rss_of(["grep", "-c", "-F", "-f", str(anchors), str(log)], env)
+        ingest_wall, rss = rss_of([ledger, "ingest", "--year", "2026", str(log)], env)
+        grep_wall2, _ = rss_of(["grep", "-c", "-F", "-f", str(anchors), str(log)], env)
+        g = min(grep_wall, grep_wall2)
+        print(f"{mb:,.0f} MB: ledger ingest {ingest_wall:.2f} s, grep -c -F -f anchors {g:.2f} s, "
+              f"ratio {ingest_wall / g:.1f}x, {mb / ingest_wall:,.0f} MB/s, peak RSS {rss:,.0f} MB")
+    if not args.keep:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
