@@ -52,6 +52,15 @@ class LedgerGroup(click.Group):
             return super().invoke(ctx)
         except (LedgerError, PackError, SourceError) as exc:
             raise click.ClickException(str(exc)) from None
+        except Exception as exc:
+            # a database that fails under us (read-only file, full disk, server gone): one line
+            from sqlalchemy.exc import SQLAlchemyError
+
+            if isinstance(exc, SQLAlchemyError):
+                from .store import describe_db_error
+
+                raise click.ClickException(describe_db_error(exc)) from None
+            raise
 
 
 @click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})

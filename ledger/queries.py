@@ -247,9 +247,27 @@ def show(ledger: Ledger, ref: str) -> dict[str, Any]:
 # -- read-only SQL ------------------------------------------------------------------------------------
 
 
+_READ_PRAGMAS = {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+                 "foreign_key_list", "function_list", "collation_list", "pragma_list"}
+
+
+def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None,
+                          _trigger: str | None) -> int:
+    """SQLite authorizer: reading and functions only.  ATTACH, pragmas that set anything,
+    VACUUM and every write are denied at compile time, whatever the statement's text."""
+    import sqlite3
+
+    if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE):
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS:
+        return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
+
+
 def run_sql(ledger: Ledger, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run a query on a read-only connection: SQLite is opened with mode=ro, so no statement
-    can write whatever its text says."""
+    """One query on a read-only connection.  SQLite: opened with mode=ro, query_only on and an
+    authorizer that allows reading only; PostgreSQL: a READ ONLY transaction that is rolled back.
+    Refusals come from the connection, not from looking at the text."""
     from .store import _sqlite_file
 
     path = _sqlite_file(ledger.url)
@@ -261,23 +279,31 @@ def run_sql(ledger: Ledger, query: str) -> tuple[list[str], list[tuple[Any, ...]
                 conn.exec_driver_sql("SET TRANSACTION READ ONLY")
             try:
                 result = conn.execute(sqltext(query))
+                cols = list(result.keys()) if result.returns_rows else []
+                rows = [tuple(r) for r in result] if result.returns_rows else []
             except Exception as exc:  # noqa: BLE001 - the database's own message is the answer
-                raise LedgerError(f"sql: {_first_line(exc)}") from None
-            cols = list(result.keys())
-            rows = [tuple(r) for r in result]
-            conn.rollback()
+                msg = _first_line(exc)
+                if "read-only transaction" in msg:
+                    msg += " (ledger sql is read-only)"
+                raise LedgerError(f"sql: {msg}") from None
+            finally:
+                conn.rollback()
             return cols, rows
+    import sqlite3
+
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         conn.execute("PRAGMA query_only = ON")
+        conn.set_authorizer(_read_only_authorizer)
         try:
             cur = conn.execute(query)
             rows = cur.fetchall()
         except sqlite3.ProgrammingError as exc:
-            raise LedgerError(f"sql: {exc} (one statement at a time)") from None
+            msg = "one statement at a time" if "one statement" in str(exc) else str(exc)
+            raise LedgerError(f"sql: {msg}") from None
         except sqlite3.Error as exc:
             msg = str(exc)
-            if "readonly" in msg or "read-only" in msg or "query_only" in msg:
+            if any(w in msg for w in ("not authorized", "authorization denied", "readonly", "read-only")):
                 msg += " (ledger sql is read-only)"
             raise LedgerError(f"sql: {msg}") from None
         cols = [d[0] for d in cur.description] if cur.description else []

@@ -86,7 +86,7 @@ def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, d
         if not sep:
             raise LedgerError(f"{a}: expected KEY=VALUE")
         pairs.append((key.strip(), parse_setting(key.strip(), value)))
-    with ledger.Session() as s, s.begin():
+    with ledger.WriteSession() as s, s.begin():
         deploys = resolve_deploys(s, ref)
         if not deploys:
             raise LedgerError(f"{ref}: no deploy by that commit, digest or label")

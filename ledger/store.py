@@ -76,18 +76,39 @@ def known_revisions() -> list[str]:
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    # transactions are begun by SQLAlchemy's "begin" event below, not by the driver
+    dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
+    try:
+        cur.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
+    except sqlite3.OperationalError:
+        pass  # a read-only file: reading still works
     cur.close()
+
+
+def _sqlite_begin(conn) -> None:
+    """Writers take the write lock when they begin (BEGIN IMMEDIATE), so two writers never
+    both read, then both try to upgrade their lock and one fails with "database is locked"
+    without waiting; readers begin deferred and never block anyone (WAL)."""
+    if conn.get_execution_options().get("ledger_write"):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.exec_driver_sql("BEGIN")
 
 
 @dataclass
 class Ledger:
     url: str
     engine: Engine
-    Session: sessionmaker[Session]
+    Session: sessionmaker[Session]  # for reading
+    WriteSession: sessionmaker[Session] | None = None  # for writing: takes the write lock at BEGIN
     backup: Path | None = None  # the copy written before an upgrade
+
+    @property
+    def write_engine(self) -> Engine:
+        return self.engine.execution_options(ledger_write=True)
 
     @property
     def is_sqlite(self) -> bool:
@@ -140,11 +161,13 @@ def open_ledger(db: str | None = None, migrate: bool = True, create: bool = True
         raise LedgerError(f"{url}: cannot open: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
     ledger = Ledger(url, engine, sessionmaker(engine, expire_on_commit=False))
+    ledger.WriteSession = sessionmaker(ledger.write_engine, expire_on_commit=False)
     try:
         if path is not None:
-            with engine.connect() as conn:
-                conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+            with engine.connect():
+                pass  # connect now: a bad file fails here, with the reason
         if migrate:
             ledger.backup = _migrate(ledger, path)
     except OperationalError as exc:
@@ -156,6 +179,20 @@ def open_ledger(db: str | None = None, migrate: bool = True, create: bool = True
     return ledger
 
 
+def describe_db_error(exc: Exception) -> str:
+    """One line for a database error the user can act on."""
+    reason = _reason(exc)
+    hint = ""
+    low = reason.lower()
+    if "readonly" in low or "read-only" in low:
+        hint = " (the ledger file or its folder is read-only)"
+    elif "disk is full" in low or "no space" in low:
+        hint = " (the disk is full; nothing of the boot being written was kept)"
+    elif "locked" in low:
+        hint = " (another process held the ledger for longer than the busy timeout)"
+    return f"ledger database error: {reason}{hint}"
+
+
 def _reason(exc: Exception) -> str:
     orig = getattr(exc, "orig", None)
     return str(orig or exc).splitlines()[0]
@@ -163,9 +200,13 @@ def _reason(exc: Exception) -> str:
 
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
-        if not inspect(conn).has_table("alembic_version"):
-            return None
-        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        return _revision(conn)
+
+
+def _revision(conn) -> str | None:
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def _migrate(ledger: Ledger, path: Path | None) -> Path | None:
@@ -177,30 +218,35 @@ def _migrate(ledger: Ledger, path: Path | None) -> Path | None:
             f"{path or ledger.url}: the ledger's schema ({rev}) is newer than this version of ledger "
             f"knows ({HEAD_REVISION}); upgrade ledger — the file was not modified"
         )
-    backup = None
-    if rev is not None and path is not None and path.exists():
-        backup = backup_sqlite(path, rev)
     from alembic import command
 
-    with ledger.engine.connect() as conn:
+    backup = None
+    with ledger.write_engine.connect() as conn:
         sqlite = conn.dialect.name == "sqlite"
+        raw = conn.connection.driver_connection if sqlite else None
         if sqlite:
             # SQLite alters a table by copying it and dropping the old one; with foreign keys on,
-            # that drop would cascade into every child row.  Off for the migration, checked after.
-            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
-            conn.commit()
+            # that drop would cascade into every child row.  Off for the migration (outside any
+            # transaction, where the pragma has effect), checked after.
+            raw.execute("PRAGMA foreign_keys=OFF")
         try:
-            with conn.begin():
+            with conn.begin():  # SQLite: BEGIN IMMEDIATE — one migrator at a time
+                if conn.dialect.name == "postgresql":
+                    conn.exec_driver_sql("SELECT pg_advisory_xact_lock(731077)")
+                rev = _revision(conn)  # again, under the lock: another process may have done it
+                if rev == HEAD_REVISION:
+                    return None
+                if rev is not None and path is not None and path.exists():
+                    backup = backup_sqlite(path, rev)
                 command.upgrade(_alembic_config(conn), "head")
             if sqlite:
-                broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                broken = raw.execute("PRAGMA foreign_key_check").fetchall()
                 if broken:
                     raise LedgerError(f"{path or ledger.url}: the upgrade left {len(broken)} dangling rows; "
                                       f"restore the backup {backup}")
         finally:
             if sqlite:
-                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
-                conn.commit()
+                raw.execute("PRAGMA foreign_keys=ON")
     return backup
 
 
@@ -307,18 +353,20 @@ class SampleSpool:
             self.spilled += 1
             self.rows = []
 
+    def rewind(self) -> None:
+        if self.file is not None:
+            self.file.seek(0)
+
     def batches(self):
+        """Every row, in order; can be read again after ``rewind`` (a retried transaction)."""
         if self.file is not None:
             import pickle
 
             self.file.seek(0)
             for _ in range(self.spilled):
                 yield pickle.load(self.file)
-            self.file.close()
-            self.file = None
         if self.rows:
             yield self.rows
-            self.rows = []
 
 
 _SERIES_COLUMNS = [n for n in RUNTIME_SERIES if n != "spec_per_position_acceptance"]
@@ -344,7 +392,25 @@ def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str
         # the log printed its own image digest: key the deploy by it
         deploy_info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty)
     year = (boot.started_at or boot.ready_at or boot.ended_at or "")[:4] or None
-    with ledger.Session() as s, s.begin():
+    return _retrying(lambda: _store_boot_once(ledger, boot, source_path, sha256, deploy_info, spool, year))
+
+
+def _retrying(write):
+    """A write that met a lock it could not wait out (busy timeout) is tried again, a few times."""
+    import time
+
+    for attempt in range(5):
+        try:
+            return write()
+        except OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
+def _store_boot_once(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str | None,
+                     deploy_info: DeployInfo, spool: SampleSpool | None, year: str | None) -> int | None:
+    with ledger.WriteSession() as s, s.begin():
         if s.execute(select(m.Boot.id).where(m.Boot.content_sha256 == boot.content_sha256)).scalar() is not None:
             return None
         if sha256 and s.execute(select(m.Boot.id).where(m.Boot.source_sha256 == sha256,
@@ -381,10 +447,13 @@ def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str
             for f in boot.failures
         )
         s.flush()
-        spool = spool or SampleSpool()
+        samples = SampleSpool()
         for sample in boot.runtime:  # samples the parser kept (no sink)
-            spool.add(sample)
-        _insert_samples(s, bid, spool, year)
+            samples.add(sample)
+        if spool is not None:
+            spool.rewind()
+            _insert_samples(s, bid, spool, year)
+        _insert_samples(s, bid, samples, year)
         return bid
 
 
@@ -405,7 +474,7 @@ def set_source_sha256(ledger: Ledger, boot_ids: list[int], sha256: str) -> None:
     """Record the whole input's sha256 on boots stored before it was known (a stream)."""
     if not boot_ids:
         return
-    with ledger.Session() as s, s.begin():
+    with ledger.WriteSession() as s, s.begin():
         for b in s.execute(select(m.Boot).where(m.Boot.id.in_(boot_ids))).scalars():
             if b.source_sha256 is None:
                 b.source_sha256 = sha256

@@ -16,7 +16,7 @@ def _run(connection) -> None:
         target_metadata=None,
         # SQLite cannot ALTER most things in place; batch mode copies the table instead
         render_as_batch=connection.dialect.name == "sqlite",
-        transaction_per_migration=True,
+        # ledger.store runs every pending migration inside one transaction it holds the lock of
     )
     with context.begin_transaction():
         context.run_migrations()

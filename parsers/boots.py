@@ -435,7 +435,7 @@ def _merge(into: Failure, other: Failure) -> None:
             into.figures.setdefault(name, value)
     for name, p in other.precision.items():
         into.precision.setdefault(name, p)
-    into.text = into.text + "\n" + other.text
+    # the evidence stays the first line, as printed: joined lines would not be text of the input
     into.implies_up = into.implies_up or other.implies_up
 
 

@@ -60,7 +60,7 @@ _REPEATED = re.compile(r" \[repeated \d+x across cluster\]$")  # Ray's de-duplic
 @dataclass(slots=True)
 class Line:
     number: int  # 1-based, in the file as given
-    raw: str  # the physical line, without its line ending
+    raw: str  # the physical line without its "\n" (a "\r" before it is kept: the evidence is exact)
     message: str  # what the rules match: the text after every prefix
     process: str | None = None  # "Worker_TP1", "EngineCore", "VllmWorker rank=5", ...
     pid: int | None = None
@@ -97,7 +97,7 @@ def strip_colour(text: str) -> str:
 
 def parse_line(number: int, raw: str) -> Line:
     """Build the Line for one physical line (``raw`` may still end in '\\r' or '\\n')."""
-    raw = raw.rstrip("\r\n")
+    raw = raw.rstrip("\n")
     text = strip_colour(raw).rstrip()
     text = _REPEATED.sub("", text)
     year = None
