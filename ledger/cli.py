@@ -712,6 +712,33 @@ def grammar_check(pack: str, logs: tuple[str, ...], max_unclaimed: int) -> None:
         click.echo(f"  … {len(report.unclaimed) - max_unclaimed} more (--unclaimed N shows more)")
 
 
+@main.command("copy")
+@click.argument("src")
+@click.argument("dst")
+def copy_cmd(src: str, dst: str) -> None:
+    """Copy every boot of the ledger SRC into the ledger DST (created and migrated if new).
+
+    Boots already in DST (same content) are left alone, so copying again is harmless; deploys
+    keep their settings. Use it to move a host's SQLite ledger into a shared PostgreSQL one.
+
+    \b
+    Example:
+      ledger copy ~/.local/share/ledger/ledger.db postgresql+psycopg://ledger@db.lan/ledger
+    """
+    from .copy import copy_ledger
+    from .store import open_ledger
+
+    a = open_ledger(src, create=False)
+    b = open_ledger(dst)
+    try:
+        result = copy_ledger(a, b)
+    finally:
+        a.dispose()
+        b.dispose()
+    click.echo(f"copied {result.copied} boot{'s' if result.copied != 1 else ''} from {src} to {dst}"
+               + (f"; {result.present} already there" if result.present else ""))
+
+
 # -- the database ---------------------------------------------------------------------------------
 
 

@@ -396,12 +396,19 @@ def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str
 
 
 def _retrying(write):
-    """A write that met a lock it could not wait out (busy timeout) is tried again, a few times."""
+    """A write is tried again, a few times, when it met a lock it could not wait out (SQLite's busy
+    timeout) or lost a race to another writer creating the same deploy or boot (PostgreSQL:
+    the retry then finds the other writer's row)."""
     import time
+
+    from sqlalchemy.exc import IntegrityError
 
     for attempt in range(5):
         try:
             return write()
+        except IntegrityError:
+            if attempt == 4:
+                raise
         except OperationalError as exc:
             if "locked" not in str(exc) or attempt == 4:
                 raise
@@ -457,17 +464,27 @@ def _store_boot_once(ledger: Ledger, boot: parsers.Boot, source_path: str, sha25
         return bid
 
 
-def _insert_samples(session: Session, boot_id: int, spool: SampleSpool, year: str | None) -> None:
-    """Samples go through the driver's executemany with plain tuples: a weeks-long boot has
-    hundreds of thousands of them, and per-row ORM work would dominate the ingest."""
-    cols = ["boot_id", "kind", "line", "logged_at", "engine", *_SERIES_COLUMNS, "spec_per_position_acceptance"]
+_SAMPLE_COLUMNS = ["boot_id", "kind", "line", "logged_at", "engine", *_SERIES_COLUMNS, "spec_per_position_acceptance"]
+
+
+def insert_sample_rows(session: Session, rows: list[tuple]) -> None:
+    """Runtime rows (in ``_SAMPLE_COLUMNS`` order) through the driver's executemany with plain
+    tuples: a weeks-long boot has hundreds of thousands of them, and per-row ORM work would
+    dominate the ingest."""
+    if not rows:
+        return
     conn = session.connection()
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    sql = f"INSERT INTO runtime_sample ({', '.join(cols)}) VALUES ({', '.join([mark] * len(cols))})"
+    sql = (f"INSERT INTO runtime_sample ({', '.join(_SAMPLE_COLUMNS)}) "
+           f"VALUES ({', '.join([mark] * len(_SAMPLE_COLUMNS))})")
+    conn.exec_driver_sql(sql, rows)
+
+
+def _insert_samples(session: Session, boot_id: int, spool: SampleSpool, year: str | None) -> None:
     prefix = f"{year}-" if year else None
     for batch in spool.batches():
-        rows = [(boot_id, t[0], t[1], (prefix + t[2]) if (prefix and t[2]) else None, *t[3:]) for t in batch]
-        conn.exec_driver_sql(sql, rows)
+        insert_sample_rows(session, [(boot_id, t[0], t[1], (prefix + t[2]) if (prefix and t[2]) else None, *t[3:])
+                                     for t in batch])
 
 
 def set_source_sha256(ledger: Ledger, boot_ids: list[int], sha256: str) -> None:

@@ -14,11 +14,37 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch) -> str:
-    """A fresh ledger file; LEDGER_DB points at it so commands need no --db."""
-    path = str(tmp_path / "ledger.db")
-    monkeypatch.setenv("LEDGER_DB", path)
-    return path
+def db(tmp_path, monkeypatch):
+    """A fresh, empty ledger; LEDGER_DB points at it so commands need no --db.
+
+    SQLite by default; with LEDGER_TEST_DB=postgresql a new database on the server that
+    LEDGER_TEST_PG names (an admin URL), dropped after the test."""
+    import os
+
+    if os.environ.get("LEDGER_TEST_DB", "sqlite") != "postgresql":
+        path = str(tmp_path / "ledger.db")
+        monkeypatch.setenv("LEDGER_DB", path)
+        yield path
+        return
+    import uuid
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
+    admin_url = os.environ["LEDGER_TEST_PG"]
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    name = f"ledger_test_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    monkeypatch.setenv("LEDGER_DB", url)
+    yield url
+    import dbutil
+
+    dbutil.dispose(url)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.dispose()
 
 
 @pytest.fixture

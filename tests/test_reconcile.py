@@ -4,11 +4,11 @@ views and the commands.  Each test names the seed sentence it checks."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
 from conftest import ROOT, SYNTH
+from dbutil import dict_rows
 
 REC = ROOT / "fixtures" / "reconcile"
 RADIANCE = ROOT / "fixtures" / "radiance"
@@ -23,12 +23,7 @@ def seeded(db, cli):
 
 
 def view(db: str, sql: str) -> list[dict]:
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in con.execute(sql)]
-    finally:
-        con.close()
+    return dict_rows(db, sql)
 
 
 def boot_id(db: str, label: str) -> int:

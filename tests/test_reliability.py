@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import parsers
 from conftest import REAL, ROOT
+from dbutil import IS_PG, rows, sqlite_only
 
 LOGS = sorted(REAL.glob("*.log"))
 F008 = next(REAL.glob("008_*.log"))
@@ -135,13 +136,18 @@ def big_log(tmp_path_factory):
     return path, sum(b.samples.values() for b in boots) if False else sum(sum(b.samples.values()) for b in boots)
 
 
-def _ingest_cmd(db: Path, log: Path) -> list[str]:
+def _ingest_cmd(db, log: Path) -> list[str]:
     return [sys.executable, "-m", "ledger", "ingest", "--db", str(db), "--year", "2026", str(log)]
 
 
-def test_sigkill_at_random_moments_leaves_the_whole_boot_or_nothing(tmp_path, big_log):
+def _integrity_ok(db: str) -> bool:
+    if IS_PG:
+        return True  # PostgreSQL's own WAL: a killed client leaves no torn pages to check for
+    return rows(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+def test_sigkill_at_random_moments_leaves_the_whole_boot_or_nothing(db, tmp_path, big_log):
     log, samples = big_log
-    db = tmp_path / "l.db"
     t = time.perf_counter()
     subprocess.run(_ingest_cmd(tmp_path / "probe.db", log), check=True, capture_output=True)
     full = time.perf_counter() - t
@@ -151,30 +157,26 @@ def test_sigkill_at_random_moments_leaves_the_whole_boot_or_nothing(tmp_path, bi
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        if not db.exists():
+        try:
+            boots = rows(db, "SELECT count(*) FROM boot")[0][0]
+        except Exception:  # noqa: BLE001 - killed before the schema existed
             continue
-        con = sqlite3.connect(db)
-        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        boots = con.execute("SELECT count(*) FROM boot").fetchone()[0]
-        stored = con.execute("SELECT count(*) FROM runtime_sample").fetchone()[0]
-        con.close()
+        assert _integrity_ok(db)
+        stored = rows(db, "SELECT count(*) FROM runtime_sample")[0][0]
         assert (boots, stored) in ((0, 0), (1, samples))
     r = subprocess.run(_ingest_cmd(db, log), capture_output=True, text=True)
     assert r.returncode == 0
     r = subprocess.run(_ingest_cmd(db, log), capture_output=True, text=True)
     assert "already in the ledger" in r.stdout
-    con = sqlite3.connect(db)
-    assert con.execute("SELECT count(*), (SELECT count(*) FROM runtime_sample) FROM boot").fetchone() == (1, samples)
-    con.close()
+    assert rows(db, "SELECT count(*), (SELECT count(*) FROM runtime_sample) FROM boot") == [(1, samples)]
 
 
 # -- concurrent writers -------------------------------------------------------------------------------
 
 
-def test_eight_processes_ingesting_into_one_new_ledger(tmp_path):
+def test_eight_processes_ingesting_into_one_new_ledger(db):
     logs = [p for p in LOGS if parsers.parse_file(str(p), year=2026)][:16]
     expected = sum(len(parsers.parse_file(str(p), year=2026)) for p in logs)
-    db = tmp_path / "shared.db"
     groups = [logs[i::8] for i in range(8)]
     procs = [subprocess.Popen([sys.executable, "-m", "ledger", "ingest", "--db", str(db), "--year", "2026",
                                *map(str, g)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -183,15 +185,14 @@ def test_eight_processes_ingesting_into_one_new_ledger(tmp_path):
     for p, (out, err) in zip(procs, results):
         assert p.returncode == 0, err
         assert "locked" not in err and "Traceback" not in err
-    con = sqlite3.connect(db)
-    assert con.execute("SELECT count(*), count(DISTINCT content_sha256) FROM boot").fetchone() == (expected, expected)
-    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    con.close()
+    assert rows(db, "SELECT count(*), count(DISTINCT content_sha256) FROM boot") == [(expected, expected)]
+    assert _integrity_ok(db)
 
 
 # -- read-only SQL ------------------------------------------------------------------------------------
 
 
+@sqlite_only
 @pytest.mark.parametrize("statement,message", [
     ("ATTACH DATABASE '/tmp/ledger-attack.db' AS other", "read-only"),
     ("PRAGMA writable_schema = ON", "read-only"),
@@ -202,13 +203,25 @@ def test_eight_processes_ingesting_into_one_new_ledger(tmp_path):
 ])
 def test_sql_refuses_everything_that_writes(db, cli, statement, message):
     cli("ingest", str(F008))
-    before = sqlite3.connect(db).execute("SELECT count(*) FROM fact").fetchone()
+    before = rows(db, "SELECT count(*) FROM fact")
     r = cli("sql", statement)
     assert r.exit_code == 1 and message in r.output and len(r.output.strip().splitlines()) == 1
-    assert sqlite3.connect(db).execute("SELECT count(*) FROM fact").fetchone() == before
+    assert rows(db, "SELECT count(*) FROM fact") == before
     assert not Path("/tmp/ledger-attack.db").exists() and not Path("/tmp/ledger-copy.db").exists()
 
 
+@pytest.mark.parametrize("statement", ["DELETE FROM fact", "DROP TABLE fact", "UPDATE boot SET outcome = 'x'",
+                                       "CREATE TABLE x (a int)", "SELECT 1; DELETE FROM fact"])
+def test_sql_cannot_change_the_ledger_on_any_database(db, cli, statement):
+    cli("ingest", str(F008))
+    before = rows(db, "SELECT count(*) FROM fact")
+    r = cli("sql", statement)
+    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1
+    assert "read-only" in r.output or "one statement at a time" in r.output
+    assert rows(db, "SELECT count(*) FROM fact") == before
+
+
+@sqlite_only
 def test_sql_still_reads_table_info(db, cli):
     cli("ingest", str(F008))
     assert "value_text" in cli("sql", "PRAGMA table_info(shape)").output
@@ -230,7 +243,7 @@ def test_a_database_error_while_writing_is_one_line_and_keeps_nothing(db, cli, m
     assert r.exit_code == 1
     assert r.output.strip() == ("Error: ledger database error: database or disk is full "
                                 "(the disk is full; nothing of the boot being written was kept)")
-    assert sqlite3.connect(db).execute("SELECT count(*) FROM boot").fetchone() == (0,)
+    assert rows(db, "SELECT count(*) FROM boot") == [(0,)]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
@@ -239,3 +252,27 @@ def test_a_read_only_ledger_file(db, cli):
     os.chmod(db, 0o444)
     r = cli("ingest", str(next(REAL.glob("017_*.log"))))
     assert r.exit_code == 1 and "read-only" in r.output
+
+
+# -- moving a ledger ----------------------------------------------------------------------------------
+
+
+def test_copy_moves_every_row_and_twice_is_harmless(db, cli, tmp_path):
+    """A host's SQLite ledger into the shared one (PostgreSQL in the PostgreSQL pass)."""
+    src = tmp_path / "host.db"
+    five = ROOT / "fixtures" / "reconcile" / "fp8-5x262144-runtime-oom.log"
+    for log, label in ((F008, "dual-4090"), (five, "fp8-5slot")):
+        assert cli("ingest", "--db", str(src), "--year", "2026", str(log), "--label", label).exit_code == 0
+    cli("deploy", "set", "--db", str(src), "fp8-5slot", "card_ceiling_bytes=30GiB")
+    r = cli("copy", str(src), db)
+    assert r.exit_code == 0 and r.output.startswith("copied 2 boots")
+    query = ("SELECT d.label, b.outcome, b.content_sha256, (SELECT count(*) FROM fact f WHERE f.boot_id = b.id), "
+             "(SELECT count(*) FROM runtime_sample s WHERE s.boot_id = b.id), "
+             "(SELECT max(s.logged_at) FROM runtime_sample s WHERE s.boot_id = b.id) "
+             "FROM boot b JOIN deploy d ON d.id = b.deploy_id ORDER BY b.content_sha256")
+    assert rows(db, query) == rows(str(src), query)
+    assert rows(db, "SELECT key, value FROM deploy_setting") == [("card_ceiling_bytes", str(30 * 2**30))]
+    again = cli("copy", str(src), db)
+    assert "copied 0 boots" in again.output and "2 already there" in again.output
+    assert rows(db, "SELECT count(*) FROM boot") == [(2,)]
+    assert cli("check", "fp8-5slot").exit_code in (0, 1)  # the views work on the copy

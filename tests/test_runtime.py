@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ import time
 import pytest
 
 from conftest import REAL, ROOT
+from dbutil import rows as dbrows
 
 F008 = next(REAL.glob("008_*.log"))
 F028 = next(REAL.glob("028_*.log"))
@@ -61,10 +61,8 @@ def test_a_crash_with_no_ready_line_in_the_excerpt(db, cli):
 
 def test_runtime_samples_keep_their_time_and_engine(db, cli):
     cli("ingest", str(F008), "--year", "2026")
-    con = sqlite3.connect(db)
-    rows = con.execute("SELECT kind, line, logged_at, engine, generation_throughput_tps, spec_per_position_acceptance "
-                       "FROM runtime_sample ORDER BY line").fetchall()
-    con.close()
+    rows = dbrows(db, "SELECT kind, line, logged_at, engine, generation_throughput_tps, spec_per_position_acceptance "
+                      "FROM runtime_sample ORDER BY line")
     assert rows[0] == ("spec_decode", 14, "2026-05-04 01:06:43", None, None, "[0.77, 0.523, 0.329, 0.181, 0.106]")
     assert rows[1][:5] == ("engine_stats", 16, "2026-05-04 01:06:53", 0, 89.6)
 
@@ -107,10 +105,9 @@ def test_plot_is_the_only_command_that_imports_matplotlib(db):
     assert out.stdout.strip() == "False", out.stderr
 
 
-def test_stdin_stores_each_boot_as_it_completes(tmp_path):
+def test_stdin_stores_each_boot_as_it_completes(db):
     """`journalctl -u vllm -f | ledger ingest -`: the first boot is in the ledger while the
     stream is still open."""
-    db = tmp_path / "l.db"
     lines = RESTART.read_text().splitlines(keepends=True)
     proc = subprocess.Popen([sys.executable, "-m", "ledger", "ingest", "--db", str(db), "--year", "2026", "-"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -121,13 +118,10 @@ def test_stdin_stores_each_boot_as_it_completes(tmp_path):
         first = []
         while time.time() < deadline and not first:
             time.sleep(0.2)
-            if db.exists():
-                try:
-                    con = sqlite3.connect(db)
-                    first = con.execute("SELECT outcome FROM boot").fetchall()
-                    con.close()
-                except sqlite3.OperationalError:
-                    pass
+            try:
+                first = dbrows(db, "SELECT outcome FROM boot")
+            except Exception:  # noqa: BLE001 - not created yet
+                pass
         assert first == [("failed",)]
         assert proc.poll() is None  # still reading
         proc.stdin.write("".join(lines[27:]).encode())
@@ -139,10 +133,8 @@ def test_stdin_stores_each_boot_as_it_completes(tmp_path):
             proc.kill()
     assert proc.returncode == 0, err
     assert out.decode().count("boot ") == 2
-    con = sqlite3.connect(db)
-    assert con.execute("SELECT outcome, source_sha256 IS NOT NULL FROM boot ORDER BY id").fetchall() == [
-        ("failed", 1), ("ready", 1)]
-    con.close()
+    assert dbrows(db, "SELECT outcome, source_sha256 IS NOT NULL FROM boot ORDER BY id") == [
+        ("failed", True), ("ready", True)]
 
 
 def test_the_spool_spills_to_disk_and_gives_everything_back():

@@ -19,13 +19,13 @@ def test_head_revision_constant_matches_the_migrations():
     assert known_revisions()[0] == HEAD_REVISION
 
 
-def test_models_match_the_migrated_schema(tmp_path):
+def test_models_match_the_migrated_schema(db):
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
     from ledger.models import Base
 
-    ledger = open_ledger(str(tmp_path / "l.db"))
+    ledger = open_ledger(db)
     with ledger.engine.connect() as conn:
         diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     ledger.dispose()

@@ -32,7 +32,8 @@ SELECT
   CAST(s_bs.value_text AS INTEGER) AS block_size,
   CAST(s_seqs.value_text AS INTEGER) AS max_num_seqs,
   COALESCE(CAST(s_len.value_text AS INTEGER),
-           (SELECT MAX(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'max_model_len')) AS max_model_len,
+           CAST((SELECT MAX(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'max_model_len') AS INTEGER))
+    AS max_model_len,
   CAST(s_kvb.value_text AS DOUBLE PRECISION) AS kv_cache_memory_bytes,
   (SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_tokens') AS kv_cache_tokens,
   (SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_reserved_bytes') AS kv_cache_reserved_bytes,
