@@ -507,6 +507,8 @@ _FAST_STATS = re.compile(
 
 
 def _stats_fast(number: int, raw: bytes) -> tuple[Line, dict[str, Any]] | None:
+    if not raw.isascii():
+        return None  # damaged bytes: the general path decodes them the one careful way
     m = _FAST_STATS.match(raw)
     if m is None:
         return None

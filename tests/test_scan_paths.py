@@ -102,3 +102,11 @@ def test_the_fast_path_declines_other_shapes(rulesets):
     assert fast.fast(1, b"INFO 05-04 01:06:53 [loggers.py:271] Engine 000: Avg prompt throughput: 2.5 tokens/s, "
                         b"Avg generation throughput: 89.6 tokens/s, Running: 1 reqs, Waiting: 0 reqs, Preemptions: 2, "
                         b"GPU KV cache usage: 5.2%, Prefix cache hit rate: 0.0%") is None
+
+
+def test_the_fast_path_declines_bytes_that_are_not_ascii(rulesets):
+    (fast,) = [r for r in rulesets["python"].rules if r.name == "engine_stats"]
+    raw = (b"INFO 05-19 10:13:11 [loggers\xff.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+           b"throughput: 1.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%, Prefix cache hit "
+           b"rate: 0.0%")
+    assert fast.fast(1, raw) is None
