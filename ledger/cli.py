@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -39,6 +40,16 @@ def _open(db: str | None):
     if ledger.backup is not None:
         click.echo(f"ledger: upgraded the schema; backup of the old ledger at {ledger.backup}", err=True)
     return ledger
+
+
+@contextmanager
+def _ledger(db: str | None):
+    """The ledger for one command, closed however the command ends."""
+    ledger = _open(db)
+    try:
+        yield ledger
+    finally:
+        ledger.dispose()
 
 
 class LedgerGroup(click.Group):
@@ -125,10 +136,9 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
         commit = repo_commit
     info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty)
     rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
-    ledger = _open(db)
     failed = 0
     stored_ids: list[str] = []
-    try:
+    with _ledger(db) as ledger:
         for path in logs:
             progress = _Progress(path) if sys.stderr.isatty() else None
             result = ingest_file(ledger, path, info, rules, year=year, progress=progress,
@@ -148,8 +158,6 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
                            f"{'s' if result.existing != 1 else ''}, sha256 {result.sha256[:12]}); nothing stored")
         if as_json:
             click.echo(json.dumps(export(ledger, stored_ids) if stored_ids else [], indent=2))
-    finally:
-        ledger.dispose()
     if failed:
         raise click.exceptions.Exit(1)
 
@@ -240,11 +248,8 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
     from .output import render
     from .queries import HISTORY_COLUMNS, history as history_rows, humanize_history
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         rows = history_rows(ledger, deploy, outcome, since, limit)
-    finally:
-        ledger.dispose()
     if fmt in ("table", "markdown"):
         rows = humanize_history(rows)
     if not rows and fmt == "table":
@@ -270,11 +275,8 @@ def show(boot: str, fmt: str, db: str | None) -> None:
     from .queries import show as show_boot
     from .showing import render_show
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         obj = show_boot(ledger, boot)
-    finally:
-        ledger.dispose()
     click.echo(json.dumps(obj, indent=2) if fmt == "json" else render_show(obj))
 
 
@@ -296,11 +298,8 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
     from .output import render
     from .queries import export as export_objs
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         objs = export_objs(ledger, list(boots) or None)
-    finally:
-        ledger.dispose()
     if fmt == "json":
         click.echo(json.dumps(objs, indent=2))
     elif fmt == "jsonl":
@@ -332,11 +331,8 @@ def sql(query: str, fmt: str, db: str | None) -> None:
     from .output import render
     from .queries import run_sql
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         cols, rows = run_sql(ledger, query)
-    finally:
-        ledger.dispose()
     click.echo(render([dict(zip(cols, r)) for r in rows], cols, fmt))
 
 
@@ -360,11 +356,8 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     """
     from .diff import diff as diff_boots, render_diff
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         result = diff_boots(ledger, a, b, show_all)
-    finally:
-        ledger.dispose()
     click.echo(render_diff(result, fmt))
 
 
@@ -430,11 +423,8 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
                               block_size=block_size, engine_version=engine_version, v0=v0,
                               mamba_page_bytes=mamba_page_bytes)
         elif like:
-            ledger = _open(db)
-            try:
+            with _ledger(db) as ledger:
                 p = predict_like(ledger, like, kv_bytes, tokens, max_num_seqs, max_model_len, bytes_per_token)
-            finally:
-                ledger.dispose()
         else:
             p = predict_like(None, None, kv_bytes, tokens, max_num_seqs, max_model_len, bytes_per_token)  # type: ignore[arg-type]
     except AllocatorError as exc:
@@ -475,11 +465,8 @@ def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
     """
     from .reconcile import check as run_check
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         results = run_check(ledger, list(deploys) or None)
-    finally:
-        ledger.dispose()
     if fmt == "json":
         click.echo(json.dumps([{"deploy": r.deploy, "boot": r.boot, "outcome": r.outcome,
                                 "checks": [line.__dict__ for line in r.lines]} for r in results], indent=2))
@@ -513,11 +500,8 @@ def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) ->
     """
     from .reconcile import set_deploy
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         name, current = set_deploy(ledger, deploy_ref, list(assignments))
-    finally:
-        ledger.dispose()
     click.echo(f"{name}: " + ", ".join(f"{k}={v}" for k, v in sorted(current.items())))
 
 
@@ -534,11 +518,8 @@ def deploy_list(fmt: str, db: str | None) -> None:
     from .output import render
     from .reconcile import list_deploys
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         rows = list_deploys(ledger)
-    finally:
-        ledger.dispose()
     click.echo(render(rows, ["deploy", "name", "boots", "settings"] if fmt == "table" else None, fmt))
 
 
@@ -562,11 +543,8 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
     """
     from .runtime import render_runtime, runtime_report
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         report = runtime_report(ledger, boot)
-    finally:
-        ledger.dispose()
     click.echo(json.dumps(report, indent=2) if fmt == "json" else render_runtime(report))
 
 
@@ -590,11 +568,8 @@ def plot_runtime_cmd(boot: str, output: str, db: str | None) -> None:
 
     from .runtime import plot_runtime
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         out = plot_runtime(ledger, boot, Path(output))
-    finally:
-        ledger.dispose()
     click.echo(f"wrote {out}")
 
 
@@ -613,11 +588,8 @@ def plot_history_cmd(deploy: str | None, output: str, db: str | None) -> None:
 
     from .runtime import plot_history
 
-    ledger = _open(db)
-    try:
+    with _ledger(db) as ledger:
         out = plot_history(ledger, deploy, Path(output))
-    finally:
-        ledger.dispose()
     click.echo(f"wrote {out}")
 
 

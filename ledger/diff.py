@@ -12,7 +12,7 @@ from typing import Any
 
 from parsers.units import format_bytes
 
-from .output import render
+from .output import human, render
 from .queries import boot_summaries, deploy_name, export_value, resolve_boot
 from .store import Ledger
 
@@ -76,15 +76,7 @@ def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> Diff
 
 
 def _human(value: Any, unit: str) -> str:
-    if value is None:
-        return "—"
-    if unit == "bytes":
-        return f"{format_bytes(value)} ({value:,})"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+    return "—" if value is None else human(value, unit)
 
 
 def _human_change(value: Any, unit: str) -> str:

@@ -11,6 +11,22 @@ from typing import Any
 FORMATS = ("table", "csv", "json", "jsonl", "markdown")
 
 
+def human(value: Any, unit: str, show_unit: bool = False) -> str:
+    """A figure for people: bytes as GiB with the exact count, thousands separators."""
+    from parsers.units import format_bytes
+
+    if value is None:
+        return ""
+    if unit == "bytes":
+        return f"{format_bytes(value)} ({value:,}{' B' if show_unit else ''})"
+    suffix = f" {unit}" if show_unit and unit else ""
+    if isinstance(value, int):
+        return f"{value:,}{suffix}"
+    if isinstance(value, float):
+        return f"{value:g}{suffix}"
+    return f"{value}{suffix}"
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""

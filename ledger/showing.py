@@ -7,17 +7,11 @@ from typing import Any
 
 from parsers.units import format_bytes
 
-from .output import render
+from .output import human, render
 
 
 def _value(value: Any, unit: str) -> str:
-    if value is None:
-        return ""
-    if unit == "bytes":
-        return f"{format_bytes(value)} ({value:,} B)"
-    if isinstance(value, int):
-        return f"{value:,} {unit}".rstrip()
-    return f"{value:g} {unit}".rstrip()
+    return human(value, unit, show_unit=True)
 
 
 def render_show(obj: dict[str, Any]) -> str:
