@@ -6,7 +6,6 @@ The export objects are a contract (documented in the README): scripts rely on th
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import defaultdict
 from typing import Any
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path

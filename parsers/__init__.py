@@ -22,7 +22,7 @@ from .source import Source, SourceError, looks_binary
 from .vllm import BUILTIN_RULES
 
 __all__ = [
-    "Boot", "Fact", "Failure", "RuntimeSample", "ShapeValue", "Line", "Rule", "RuleSet",
+    "Boot", "Event", "Fact", "Failure", "RuntimeSample", "ShapeValue", "Line", "Rule", "RuleSet",
     "Source", "SourceError", "ParseResult", "parse_file", "parse_text", "parse_source",
     "builtin_ruleset", "parse_line",
 ]
@@ -102,6 +102,18 @@ class _ExternalCounts:
         return out if ok else None
 
 
+def _plain_file(path: str) -> bool:
+    """A regular file that is not compressed: grep can count in it directly."""
+    if path == "-" or not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return False
+    return not (head.startswith(b"\x1f\x8b") or head.startswith(b"\x28\xb5\x2f\xfd"))
+
+
 def _grep() -> str | None:
     import shutil
 
@@ -152,8 +164,7 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
     rules = rules or builtin_ruleset()
     state = {"header": 0, "vllm": False, "first": True, "header_counts": {}}
     external = None
-    if grep and rules.count_anchors and _GREP and source.path != "-" and os.path.isfile(source.path):
-        # started before the file is opened: Source decides on compression when it opens it
+    if grep and rules.count_anchors and _GREP and _plain_file(source.path):
         external = _ExternalCounts(source.path, rules.count_anchors)
 
     def blocks() -> Iterator[bytes]:
@@ -215,7 +226,7 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
         boots = assembler.finish(max(total, state["header"] + 1))
         already = 0
     if not counting_here:
-        totals = external.totals() if external is not None and source.compression is None else None
+        totals = external.totals() if external is not None else None
         if totals is not None and len(boots) == 1:
             header = state["header_counts"]
             boots[0].access_lines = totals.get("access", 0) - header.get("access", 0)
@@ -250,7 +261,6 @@ def parse_file(path: str, rules: RuleSet | None = None, year: int | None = None)
 
 def parse_text(text: str, rules: RuleSet | None = None, year: int | None = None) -> list[Boot]:
     """Parse log text already in memory (tests, notebooks)."""
-    import io
     import tempfile
 
     # Source reads bytes; a spooled temp file keeps one code path for text and files

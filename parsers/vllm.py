@@ -14,7 +14,7 @@ from typing import Any
 from . import units
 from .dumps import parse_dict_repr, parse_keyvalue_repr
 from .lines import Line, rank_of
-from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, SIZE, Rule
+from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Rule
 from .vocabulary import F, G, K, P, R, S
 
 NUM = r"\d[\d,]*"  # an integer, maybe with thousands separators ("1,350,182")
@@ -270,7 +270,7 @@ HINT_RULES = [
 _OOM_FIGURES = [
     (re.compile(rf"Tried to allocate (?P<v>{SIZE_RX})"), G.tried_to_allocate_bytes),
     # torch 2.1+: ". GPU <d> has a total capac(i)ty of <T> of which <F> is free."
-    (re.compile(rf"GPU (?P<v>\d+) has a total capac"), G.gpu_index),
+    (re.compile(r"GPU (?P<v>\d+) has a total capac"), G.gpu_index),
     (re.compile(rf"has a total capaci?ty of (?P<v>{SIZE_RX})"), G.total_capacity_bytes),
     (re.compile(rf"of which (?P<v>{SIZE_RX}) is free"), G.free_bytes),
     # torch <=2.0: " (GPU <d>; <T> total capacity; <A> already allocated; <F> free; ...

@@ -3,7 +3,6 @@ the file prints, with value and line number, and nothing the file does not print
 
 from __future__ import annotations
 
-import re
 
 import pytest
 

@@ -4,7 +4,6 @@ stdin, and the spool that keeps memory flat."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
