@@ -102,6 +102,9 @@ class _ExternalCounts:
         return out if ok else None
 
 
+GREP_MIN_BYTES = 8 * 1024 * 1024  # below this, starting grep costs more than counting here
+
+
 def _plain_file(path: str) -> bool:
     """A regular file that is not compressed: grep can count in it directly."""
     if path == "-" or not os.path.isfile(path):
@@ -164,7 +167,8 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
     rules = rules or builtin_ruleset()
     state = {"header": 0, "vllm": False, "first": True, "header_counts": {}}
     external = None
-    if grep and rules.count_anchors and _GREP and _plain_file(source.path):
+    if grep and rules.count_anchors and _GREP and _plain_file(source.path) and \
+            os.path.getsize(source.path) >= GREP_MIN_BYTES:
         external = _ExternalCounts(source.path, rules.count_anchors)
 
     def blocks() -> Iterator[bytes]:
