@@ -147,3 +147,16 @@ def test_the_spool_spills_to_disk_and_gives_everything_back():
     assert spool.spilled == 3 and len(spool.rows) == 5
     got = [row for batch in spool.batches() for row in batch]
     assert [r[1] for r in got] == list(range(35))
+
+
+def test_pandas_frames_for_notebooks(db, cli):
+    import ledger.frames as lf
+
+    cli("ingest", str(F008), "--year", "2026", "--label", "dual-4090")
+    facts = lf.facts(db)
+    wide = facts.pivot_table(index="boot_id", columns="name", values="value", aggfunc="min")
+    assert wide.loc[1, "kv_cache_tokens"] == 67728
+    assert lf.boots(db).loc[0, "label"] == "dual-4090"
+    rt = lf.runtime(db, 1)
+    assert len(rt) == 4 and str(rt["logged_at"].iloc[0]) == "2026-05-04 01:06:43"
+    assert list(lf.view("kv_cost_per_token", db)["boot_id"]) == [1]

@@ -1,0 +1,51 @@
+"""The ledger as pandas DataFrames, for notebooks (``import ledger.frames as lf``).
+
+    >>> facts = lf.facts("~/.local/share/ledger/ledger.db")
+    >>> facts.pivot_table(index="boot_id", columns="name", values="value", aggfunc="min")
+
+pandas is imported here only; the CLI never imports this module.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .store import Ledger, open_ledger
+
+
+def _read(db: str | Ledger | None, sql: str, **params) -> pd.DataFrame:
+    ledger = db if isinstance(db, Ledger) else open_ledger(db)
+    try:
+        with ledger.engine.connect() as conn:
+            return pd.read_sql_query(sql, conn, params=params or None)
+    finally:
+        if ledger is not db:
+            ledger.dispose()
+
+
+def boots(db: str | Ledger | None = None) -> pd.DataFrame:
+    """One row per boot with its deploy."""
+    return _read(db, "SELECT b.*, d.commit_sha, d.image_digest, d.label FROM boot b "
+                     "JOIN deploy d ON d.id = b.deploy_id ORDER BY b.id")
+
+
+def facts(db: str | Ledger | None = None) -> pd.DataFrame:
+    """Every fact, long form (boot_id, name, value, unit, precision, rank, line, text, pack)."""
+    return _read(db, "SELECT boot_id, name, value, unit, precision, rank, process, line, text, pack "
+                     "FROM fact ORDER BY boot_id, id")
+
+
+def runtime(db: str | Ledger | None = None, boot_id: int | None = None) -> pd.DataFrame:
+    """Runtime samples (all boots, or one), with logged_at parsed as a datetime."""
+    sql = "SELECT * FROM runtime_sample"
+    frame = (_read(db, sql + " WHERE boot_id = :boot ORDER BY line", boot=boot_id) if boot_id is not None
+             else _read(db, sql + " ORDER BY boot_id, line"))
+    frame["logged_at"] = pd.to_datetime(frame["logged_at"], errors="coerce")
+    return frame
+
+
+def view(name: str, db: str | Ledger | None = None) -> pd.DataFrame:
+    """A reconciliation view: kv_cost_per_token, kv_reconciliation, capacity_contract, budget_ceilings."""
+    if name not in ("kv_cost_per_token", "kv_reconciliation", "capacity_contract", "budget_ceilings"):
+        raise ValueError(f"no view {name!r}")
+    return _read(db, f"SELECT * FROM {name}")  # noqa: S608 - fixed names
