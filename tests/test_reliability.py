@@ -276,3 +276,41 @@ def test_copy_moves_every_row_and_twice_is_harmless(db, cli, tmp_path):
     assert "copied 0 boots" in again.output and "2 already there" in again.output
     assert rows(db, "SELECT count(*) FROM boot") == [(2,)]
     assert cli("check", "fp8-5slot").exit_code in (0, 1)  # the views work on the copy
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(st.binary(max_size=3000),
+                      st.sampled_from(LOGS).map(lambda p: p.read_bytes()[: len(p.read_bytes()) // 2] + b"\xff\xfe\x00")))
+def test_the_whole_ingest_never_raises_past_the_cli(tmp_path, data):
+    import uuid
+
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    log = tmp_path / "hostile.log"
+    log.write_bytes(data)
+    db = str(tmp_path / f"{uuid.uuid4().hex}.db")  # a fresh ledger per example
+    r = CliRunner().invoke(main, ["ingest", "--db", db, "--year", "2026", str(log)], catch_exceptions=True)
+    assert r.exit_code in (0, 1)
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    assert "Traceback" not in r.output
+    text = data.decode("utf-8", errors="replace")
+    if Path(db).exists():
+        for (t,) in rows(db, "SELECT text FROM fact UNION ALL SELECT text FROM failure"):
+            assert t in text
+
+
+def test_a_read_only_database_is_one_line(db, cli, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    import ledger.store as store
+
+    def readonly(*args, **kwargs):
+        raise OperationalError("INSERT", {}, sqlite3.OperationalError("attempt to write a readonly database"))
+
+    monkeypatch.setattr(store, "_store_boot_once", readonly)
+    r = cli("ingest", str(F008))
+    assert r.exit_code == 1
+    assert r.output.strip() == ("Error: ledger database error: attempt to write a readonly database "
+                                "(the ledger file or its folder is read-only)")
