@@ -13,7 +13,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from parsers.units import format_bytes
-from parsers.vocabulary import FACTS, F, summarize
+from parsers.vocabulary import F, summarize
 
 from . import models as m
 from .errors import LedgerError
@@ -314,7 +314,3 @@ def run_sql(ledger: Ledger, query: str) -> tuple[list[str], list[tuple[Any, ...]
 def _first_line(exc: Exception) -> str:
     orig = getattr(exc, "orig", None)
     return str(orig or exc).strip().splitlines()[0]
-
-
-def fact_units() -> dict[str, str]:
-    return {name: spec.unit for name, spec in FACTS.items()}

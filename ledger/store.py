@@ -377,11 +377,6 @@ def _sample_tuple(r: parsers.RuntimeSample) -> tuple:
             _json_or_none(v.get("spec_per_position_acceptance")))
 
 
-def boot_exists(ledger: Ledger, content_sha256: str) -> int | None:
-    with ledger.Session() as s:
-        return s.execute(select(m.Boot.id).where(m.Boot.content_sha256 == content_sha256)).scalar()
-
-
 def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str | None,
                info: DeployInfo, spool: SampleSpool | None = None) -> int | None:
     """Write one boot in one transaction; returns its id, or None if it was already there

@@ -262,9 +262,3 @@ def _bind_fast(rule: Rule) -> Callable[[int, bytes], tuple[Line, list[Event]] | 
         return line, [Event(rule.emits, line, line.raw, data, rule)]
 
     return run
-
-
-def iter_lines(text: str) -> Iterator[Line]:
-    """Every physical line of a text as a Line (used by tools that look at all lines)."""
-    for number, raw in enumerate(text.splitlines(), start=1):
-        yield parse_line(number, raw)

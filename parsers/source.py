@@ -32,7 +32,6 @@ class Source:
     """One input: where it came from, and (after reading) its sha256 and size."""
 
     path: str
-    _stream: io.BufferedIOBase | None = None
     sha256: str = ""
     size: int = 0
     compression: str | None = None  # "gzip" / "zstd" once opened
