@@ -108,3 +108,19 @@ def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path, monkeypatch):
     assert con.execute("SELECT count(*) FROM boot").fetchone() == (0,)
     assert con.execute("SELECT count(*) FROM fact").fetchone() == (0,)
     con.close()
+
+
+def test_bad_ledger_locations_are_one_line_at_the_cli(cli, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a ledger")
+    for target, message in ((tmp_path, "is a directory, not a ledger database"),
+                            (notes, "is not a ledger database (not an SQLite file)")):
+        r = cli("history", "--db", str(target))
+        assert r.exit_code == 1
+        assert r.output.strip() == f"Error: {target}: {message}"
+
+
+def test_an_unreachable_postgresql_server_is_one_line(cli):
+    r = cli("history", "--db", "postgresql+psycopg://nobody@127.0.0.1:1/none")
+    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1
+    assert r.output.startswith("Error: ") and "Traceback" not in r.output
