@@ -9,6 +9,7 @@ pandas is imported here only; the CLI never imports this module.
 from __future__ import annotations
 
 import pandas as pd
+from sqlalchemy import text
 
 from .store import Ledger, open_ledger
 
@@ -17,7 +18,7 @@ def _read(db: str | Ledger | None, sql: str, **params) -> pd.DataFrame:
     ledger = db if isinstance(db, Ledger) else open_ledger(db)
     try:
         with ledger.engine.connect() as conn:
-            return pd.read_sql_query(sql, conn, params=params or None)
+            return pd.read_sql_query(text(sql), conn, params=params or None)
     finally:
         if ledger is not db:
             ledger.dispose()
