@@ -230,19 +230,22 @@ def test_sql_still_reads_table_info(db, cli):
 # -- bad ledgers --------------------------------------------------------------------------------------
 
 
-def test_a_database_error_while_writing_is_one_line_and_keeps_nothing(db, cli, monkeypatch):
+@pytest.mark.parametrize("target,error,hint", [
+    ("_insert_samples", "database or disk is full", "the disk is full; nothing of the boot being written was kept"),
+    ("_store_boot_once", "attempt to write a readonly database", "the ledger file or its folder is read-only"),
+])
+def test_a_database_error_while_writing_is_one_line_and_keeps_nothing(db, cli, monkeypatch, target, error, hint):
     from sqlalchemy.exc import OperationalError
 
     import ledger.store as store
 
-    def full(*args, **kwargs):
-        raise OperationalError("INSERT", {}, sqlite3.OperationalError("database or disk is full"))
+    def fail(*args, **kwargs):
+        raise OperationalError("INSERT", {}, sqlite3.OperationalError(error))
 
-    monkeypatch.setattr(store, "_insert_samples", full)
+    monkeypatch.setattr(store, target, fail)
     r = cli("ingest", str(F008))
     assert r.exit_code == 1
-    assert r.output.strip() == ("Error: ledger database error: database or disk is full "
-                                "(the disk is full; nothing of the boot being written was kept)")
+    assert r.output.strip() == f"Error: ledger database error: {error} ({hint})"
     assert rows(db, "SELECT count(*) FROM boot") == [(0,)]
 
 
@@ -299,18 +302,3 @@ def test_the_whole_ingest_never_raises_past_the_cli(tmp_path, data):
     if Path(db).exists():
         for (t,) in rows(db, "SELECT text FROM fact UNION ALL SELECT text FROM failure"):
             assert t in text
-
-
-def test_a_read_only_database_is_one_line(db, cli, monkeypatch):
-    from sqlalchemy.exc import OperationalError
-
-    import ledger.store as store
-
-    def readonly(*args, **kwargs):
-        raise OperationalError("INSERT", {}, sqlite3.OperationalError("attempt to write a readonly database"))
-
-    monkeypatch.setattr(store, "_store_boot_once", readonly)
-    r = cli("ingest", str(F008))
-    assert r.exit_code == 1
-    assert r.output.strip() == ("Error: ledger database error: attempt to write a readonly database "
-                                "(the ledger file or its folder is read-only)")

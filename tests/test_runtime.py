@@ -96,14 +96,6 @@ def test_plot_without_samples_is_one_line(db, cli, tmp_path):
     assert r.exit_code == 1 and "no stats intervals to plot" in r.output
 
 
-def test_plot_is_the_only_command_that_imports_matplotlib(db):
-    code = ("import sys; from click.testing import CliRunner; from ledger.cli import main;"
-            f"CliRunner().invoke(main, ['ingest', {str(F008)!r}]); CliRunner().invoke(main, ['runtime', '1']);"
-            "print('matplotlib' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == "False", out.stderr
-
-
 def test_stdin_stores_each_boot_as_it_completes(db):
     """`journalctl -u vllm -f | ledger ingest -`: the first boot is in the ledger while the
     stream is still open."""
