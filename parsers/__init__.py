@@ -105,18 +105,6 @@ class _ExternalCounts:
 GREP_MIN_BYTES = 8 * 1024 * 1024  # below this, starting grep costs more than counting here
 
 
-def _plain_file(path: str) -> bool:
-    """A regular file that is not compressed: grep can count in it directly."""
-    if path == "-" or not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError:
-        return False
-    return not (head.startswith(b"\x1f\x8b") or head.startswith(b"\x28\xb5\x2f\xfd"))
-
-
 def _grep() -> str | None:
     import shutil
 
@@ -151,7 +139,7 @@ def _recount(source: Source, rules: RuleSet, boots: list[Boot], header_end: int)
             limit = bounds[i]
             stop = len(block) if limit is None or limit >= end_offset else max(pos, limit - offset)
             counts = {k: count_lines(block, a, pos, stop) for a, k in anchors.items()}
-            BootAssembler._credit(boots[i], {k: counts.get(k, 0) for k in ("access", "request")})
+            BootAssembler._credit(boots[i], counts)
             pos = stop
             if limit is not None and limit < end_offset and pos >= limit - offset:
                 i += 1
@@ -167,7 +155,7 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
     rules = rules or builtin_ruleset()
     state = {"header": 0, "vllm": False, "first": True, "header_counts": {}}
     external = None
-    if grep and rules.count_anchors and _GREP and _plain_file(source.path) and \
+    if grep and rules.count_anchors and _GREP and source.plain_file and \
             os.path.getsize(source.path) >= GREP_MIN_BYTES:
         external = _ExternalCounts(source.path, rules.count_anchors)
 
@@ -190,14 +178,12 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
 
     # counts come from grep for a plain file; the Python counter otherwise (pipes, .gz, .zst)
     counting_here = external is None
-    deferred: list[Boot] = []
-    emit = on_boot if counting_here else deferred.append
+    emit = on_boot if counting_here else None  # with grep's counts, boots leave once counted
     assembler = BootAssembler(first_line=1, default_year=default_year, runtime_sink=runtime_sink)
     assembler.defer_counts = not counting_here
     total = 0
     header_set = False
-    gen = rules.scan(blocks(), count=counting_here)
-    for item in gen:
+    for item in rules.scan(blocks(), count=counting_here):
         if isinstance(item, int):
             total = item
             break

@@ -23,6 +23,15 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
+def _compression(head: bytes) -> str | None:
+    """"gzip", "zstd" or None, from a file's first bytes."""
+    if head.startswith(_GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(_ZSTD_MAGIC):
+        return "zstd"
+    return None
+
+
 class SourceError(Exception):
     """A log that cannot be read; the message names the file and what is wrong."""
 
@@ -34,13 +43,18 @@ class Source:
     path: str
     sha256: str = ""
     size: int = 0
-    compression: str | None = None  # "gzip" / "zstd" once opened
     _hasher: "hashlib._Hash" = field(default_factory=hashlib.sha256, repr=False)
 
     @property
     def plain_file(self) -> bool:
-        """A regular, uncompressed file: external tools can read it directly."""
-        return self.path != "-" and self.compression is None and os.path.isfile(self.path)
+        """A regular, uncompressed file: external tools (grep) can read it directly."""
+        if self.path == "-" or not os.path.isfile(self.path):
+            return False
+        try:
+            with open(self.path, "rb") as f:
+                return _compression(f.read(4)) is None
+        except OSError:
+            return False
 
     @property
     def display(self) -> str:
@@ -111,12 +125,10 @@ class Source:
             raise SourceError(f"{path}: permission denied") from None
         except OSError as exc:
             raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
-        head = f.peek(4)[:4] if hasattr(f, "peek") else b""
-        if head.startswith(_GZIP_MAGIC):
-            self.compression = "gzip"
+        kind = _compression(f.peek(4)[:4] if hasattr(f, "peek") else b"")
+        if kind == "gzip":
             return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
-        if head.startswith(_ZSTD_MAGIC):
-            self.compression = "zstd"
+        if kind == "zstd":
             try:
                 import zstandard
             except ImportError:  # pragma: no cover - zstandard is a dependency
