@@ -352,12 +352,8 @@ class SampleSpool:
             self.spilled += 1
             self.rows = []
 
-    def rewind(self) -> None:
-        if self.file is not None:
-            self.file.seek(0)
-
     def batches(self):
-        """Every row, in order; can be read again after ``rewind`` (a retried transaction)."""
+        """Every row, in order; each call reads from the start (a retried transaction)."""
         if self.file is not None:
             import pickle
 
@@ -452,7 +448,6 @@ def _store_boot_once(ledger: Ledger, boot: parsers.Boot, source_path: str, sha25
         for sample in boot.runtime:  # samples the parser kept (no sink)
             samples.add(sample)
         if spool is not None:
-            spool.rewind()
             _insert_samples(s, bid, spool, year)
         _insert_samples(s, bid, samples, year)
         return bid

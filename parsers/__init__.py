@@ -187,8 +187,8 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
         if isinstance(item, int):
             total = item
             break
-        if isinstance(item, dict):  # counts after the last event line
-            assembler.credit_tail(item)
+        if isinstance(item, dict):  # counts after the last event line: the last boot's
+            assembler.add_counts(item)
             continue
         if not header_set:
             assembler.first_line = state["header"] + 1

@@ -376,9 +376,6 @@ class BootAssembler:
                 f.logged_at = _stamp((f.timestamp, None), year)
         return boot
 
-    def credit_tail(self, counts: dict[str, int]) -> None:
-        """Counted lines after the last event line belong to the last boot."""
-        self.add_counts(counts)
 
     def finish(self, total_lines: int) -> list[Boot]:
         if self.current is None and self._pending_counts:
