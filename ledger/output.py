@@ -27,6 +27,14 @@ def human(value: Any, unit: str, show_unit: bool = False) -> str:
     return f"{value}{suffix}"
 
 
+def figures_text(figures: dict[str, Any]) -> str:
+    """A failure's figures on one line: ``tried_to_allocate_bytes=50.00 MiB, gpu_index=1``."""
+    from parsers.units import format_bytes
+
+    return ", ".join(f"{k}={format_bytes(v) if k.endswith('_bytes') and isinstance(v, (int, float)) else v}"
+                     for k, v in figures.items())
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""

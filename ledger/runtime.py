@@ -95,7 +95,7 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
 
 
 def render_runtime(r: dict[str, Any]) -> str:
-    from parsers.units import format_bytes
+    from .output import figures_text
 
     def f(v: Any, fmt: str = "{:.1f}") -> str:
         return "—" if v is None else fmt.format(v)
@@ -119,7 +119,7 @@ def render_runtime(r: dict[str, Any]) -> str:
     ]
     e = r["ended"]
     if e["how"] == "crashed":
-        shown = ", ".join(f"{k}={format_bytes(v) if k.endswith('_bytes') else v}" for k, v in e["figures"].items())
+        shown = figures_text(e["figures"])
         after = e["seconds_after_ready"]
         lines.append(f"  ended          crashed: {', '.join(e['kinds'])} from line {e['line']}"
                      + (f", {dt.timedelta(seconds=int(after))} after ready" if after is not None else "")

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from parsers.units import format_bytes
 
-from .output import human, render
+from .output import figures_text, human, render
 
 
 def _value(value: Any, unit: str) -> str:
@@ -45,7 +44,7 @@ def render_show(obj: dict[str, Any]) -> str:
         for f in obj["failures"]:
             figures = {k: v for k, v in f.items() if k not in ("kind", "phase", "line", "text", "rank")}
             rows.append({"failure": f["kind"], "phase": f["phase"], "line": f["line"],
-                         "figures": ", ".join(f"{k}={_fig(k, v)}" for k, v in figures.items()),
+                         "figures": figures_text(figures),
                          "evidence": f["text"].split("\n")[0].strip()[:120]})
         out += ["failures", render(rows, ["failure", "phase", "line", "figures", "evidence"]), ""]
     if obj.get("checks"):
@@ -56,8 +55,3 @@ def render_show(obj: dict[str, Any]) -> str:
 def _clip(text: str, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
-
-def _fig(name: str, value: Any) -> str:
-    if name.endswith("_bytes") and isinstance(value, (int, float)):
-        return format_bytes(value)
-    return str(value)
