@@ -205,7 +205,7 @@ def _version(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
 
 
 def _digest(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
-    return {"image_digests": sorted(set(re.findall(r"sha256:[0-9a-f]{64}\b", record)))} or None
+    return {"image_digests": sorted(set(re.findall(r"sha256:[0-9a-f]{64}\b", record)))}
 
 
 META_RULES = [
@@ -315,7 +315,7 @@ _KV_TOO_SMALL_FIGURES = [
 
 def _kv_too_small(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     # "GB" in 0.7.0-0.8.2 is GiB like every vLLM GB
-    return _figures(record[m.start():], [(rx, n) for rx, n in _KV_TOO_SMALL_FIGURES])
+    return _figures(record[m.start():], _KV_TOO_SMALL_FIGURES)
 
 
 def _message(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
