@@ -369,8 +369,9 @@ _SERIES_COLUMNS = [n for n in RUNTIME_SERIES if n != "spec_per_position_acceptan
 
 def _sample_tuple(r: parsers.RuntimeSample) -> tuple:
     v = r.values
-    return (r.kind, r.line, r.timestamp, r.engine, *[v.get(n) for n in _SERIES_COLUMNS],
-            _json_or_none(v.get("spec_per_position_acceptance")))
+    per_position = v.get("spec_per_position_acceptance")
+    return (r.kind, r.line, r.timestamp, r.engine, *map(v.get, _SERIES_COLUMNS),
+            None if per_position is None else _json(per_position))
 
 
 def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str | None,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from .boots import Boot, BootAssembler, Failure, Fact, RuntimeSample, ShapeValue
 from .lines import VLLM_LINE_SEARCH, Line, parse_line
 from .rules import Event, Rule, RuleSet
+from .scan import ChildScan
 from .source import Source, SourceError, looks_binary
 from .vllm import BUILTIN_RULES
 
@@ -102,7 +103,9 @@ class _ExternalCounts:
         return out if ok else None
 
 
-GREP_MIN_BYTES = 8 * 1024 * 1024  # below this, starting grep costs more than counting here
+# From this size a plain file is counted by grep and scanned in a forked child, each on a core of
+# its own; below it, starting them costs more than they save.
+LARGE_FILE_BYTES = 8 * 1024 * 1024
 
 
 def _grep() -> str | None:
@@ -146,33 +149,49 @@ def _recount(source: Source, rules: RuleSet, boots: list[Boot], header_end: int)
         offset = end_offset
 
 
+def _inspect_head(head: bytes, rules: RuleSet, display: str, state: dict) -> None:
+    """Refuse a binary input; find an excerpt header (and the counted lines inside it)."""
+    text = head.decode("utf-8", errors="replace")
+    if looks_binary(text):
+        raise SourceError(f"{display}: is a binary file, not a log")
+    state["header"] = _excerpt_header_end(text)
+    if state["header"]:
+        state["header_counts"] = rules.count_line("\n".join(text.split("\n")[: state["header"]]))
+
+
+_HEAD_BYTES = 65536
+
+
 def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,
                  on_boot: Callable[[Boot], None] | None = None,
                  runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None,
-                 progress: Callable[[int], None] | None = None, grep: bool = True) -> ParseResult:
+                 progress: Callable[[int], None] | None = None, grep: bool = True,
+                 fork: bool = True) -> ParseResult:
     """Scan a source.  ``on_boot(boot)`` is called as each boot completes (streaming);
-    ``runtime_sink(boot, sample)`` receives runtime samples instead of the boot keeping them."""
+    ``runtime_sink(boot, sample)`` receives runtime samples instead of the boot keeping them.
+    ``grep`` and ``fork`` allow the helpers used for a large plain file (tests turn them off to
+    show they change nothing)."""
     rules = rules or builtin_ruleset()
     state = {"header": 0, "vllm": False, "first": True, "header_counts": {}}
+    large = source.plain_file and os.path.getsize(source.path) >= LARGE_FILE_BYTES
+    child: ChildScan | None = None
+    in_child = fork and large and hasattr(os, "fork")
+    if in_child:  # the excerpt header must be known before the child's first hit arrives
+        with open(source.path, "rb") as f:
+            _inspect_head(f.read(_HEAD_BYTES), rules, source.display, state)
+        state["first"] = False
     external = None
-    if grep and rules.count_anchors and _GREP and source.plain_file and \
-            os.path.getsize(source.path) >= GREP_MIN_BYTES:
+    if grep and large and rules.count_anchors and _GREP:
         external = _ExternalCounts(source.path, rules.count_anchors)
 
     def blocks() -> Iterator[bytes]:
         for block in source.blocks():
             if state["first"]:
                 state["first"] = False
-                head = block[:65536].decode("utf-8", errors="replace")
-                if looks_binary(head):
-                    raise SourceError(f"{source.display}: is a binary file, not a log")
-                state["header"] = _excerpt_header_end(head)
-                if state["header"]:
-                    text = "\n".join(head.split("\n")[: state["header"]])
-                    state["header_counts"] = rules.count_line(text)
+                _inspect_head(block[:_HEAD_BYTES], rules, source.display, state)
             if not state["vllm"] and _VLLM_LINE_BYTES.search(block):
                 state["vllm"] = True
-            if progress:
+            if progress and not in_child:
                 progress(source.size)
             yield block
 
@@ -183,7 +202,14 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
     assembler.defer_counts = not counting_here
     total = 0
     header_set = False
-    for item in rules.scan(blocks(), count=counting_here):
+    if in_child:
+        child = ChildScan(lambda: rules.scanner().scan(blocks(), count=counting_here),
+                          finish=lambda: (state["vllm"], source.sha256, source.size),
+                          position=lambda: source.size, path=source.path, progress=progress)
+        items = rules.read_hits(child)
+    else:
+        items = rules.scan(blocks(), count=counting_here)
+    for item in items:
         if isinstance(item, int):
             total = item
             break
@@ -203,6 +229,8 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
         for boot in assembler.feed(line, events):
             if emit:
                 emit(boot)
+    if child is not None:
+        state["vllm"], source.sha256, source.size = child.result
     if source.size == 0:
         raise SourceError(f"{source.display}: is empty")
     if not state["vllm"]:

@@ -9,6 +9,7 @@ repeated start-up line (two API servers, a report that pasted it twice) is the s
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,7 +77,7 @@ class ShapeValue:
     pack: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class RuntimeSample:
     kind: str  # "engine_stats" | "spec_decode"
     line: int
@@ -196,7 +197,8 @@ class BootAssembler:
         boot = self.current
         if boot is None:
             boot = self._new(self.first_line)
-        starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK]
+        starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK] \
+            if len(events) > 1 or events[0].kind == MARKER else ()
         new = False
         if starts:
             if boot._moved_on:
@@ -206,7 +208,8 @@ class BootAssembler:
                     continue  # the same start-up line again before anything else: one boot
                 if any(_START_RANK[m] >= _START_RANK[ev.rule.marker] for m in boot._starts):
                     new = True
-        if not new and line.process and line.pid is not None and _one_per_boot(line.process):
+        single = line.pid is not None and _one_per_boot(line.process)
+        if not new and single:
             pid = boot._pids.get(line.process)
             if pid is not None and pid != line.pid and boot._moved_on:
                 new = True
@@ -214,7 +217,7 @@ class BootAssembler:
             closed.append(self._close(boot, line.number - 1))
             boot = self._new(line.number)
             boot.first_offset = line.offset or 0
-        if line.process and line.pid is not None and _one_per_boot(line.process):
+        if single:
             boot._pids.setdefault(line.process, line.pid)
         return boot
 
@@ -323,7 +326,8 @@ class BootAssembler:
             if last is not None and ev.line.number - last.line <= _MERGE_WINDOW:
                 last.values.update(d["values"])
             return
-        sample = RuntimeSample(d["kind"], ev.line.number, ev.line.timestamp, d["engine"], dict(d["values"]))
+        # the values dict is the event's own (made per line), so the sample may keep it
+        sample = RuntimeSample(d["kind"], ev.line.number, ev.line.timestamp, d["engine"], d["values"])
         boot.samples[sample.kind] = boot.samples.get(sample.kind, 0) + 1
         self._flush_stats(boot)
         if sample.kind == "engine_stats":
@@ -398,9 +402,10 @@ _HANDLERS = {
 }
 
 
-def _one_per_boot(process: str) -> bool:
+@functools.lru_cache(maxsize=256)
+def _one_per_boot(process: str | None) -> bool:
     """Processes a boot has exactly one of, so a new pid under the same name is a new boot."""
-    return process.startswith("EngineCore") or process == "APIServer"
+    return process is not None and (process.startswith("EngineCore") or process == "APIServer")
 
 
 def _fact(name: str, q: Quantity, rank: int | None, ev: Event, pack: str | None) -> Fact:

@@ -152,3 +152,36 @@ def _set_process(line: Line, m: re.Match[str]) -> None:
 # A cheap test used before building Line objects: does a block hold any vLLM line at all
 # (a header, or a process prefix as on traceback and tqdm lines)?
 VLLM_LINE_SEARCH = re.compile(_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^)]*)?\)")
+
+
+# The shape nearly every line of a served log has, "(APIServer pid=1) INFO 10-01 09:00:10
+# [loggers.py:271] Engine 000: …" (or the same without the process prefix), read with one match
+# on the raw bytes.  Only lines on which parse_line has nothing else to do qualify: ASCII, no
+# colour, no wrapper, no Ray suffix, no fractional seconds, nothing to strip at either end.
+# Tests hold fast_line to parse_line on every fixture line.
+_PLAIN = re.compile(
+    rb"(?:\(([A-Za-z_]\w*) pid=(\d+)\) )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    rb"(\d\d-\d\d \d\d:\d\d:\d\d) \[([^\s:\[\]]+):\d+\] (?=[!-~])"
+)
+_RANKS: dict[str, int | None] = {}
+
+
+def fast_line(number: int, raw: bytes) -> Line | None:
+    """The Line parse_line would build, for a line in vLLM's plain shape; None for any other."""
+    if not raw or raw[-1] <= 32 or not raw.isascii() or b"\x1b" in raw or b"^[" in raw \
+            or raw.endswith(b"cluster]"):
+        return None
+    m = _PLAIN.match(raw)
+    if m is None:
+        return None
+    text = raw.decode("ascii")
+    proc, pid, level, ts, source_file = m.groups()
+    if proc is None:
+        return Line(number, text, text[m.end():], None, None, None, level.decode(), ts.decode(), None,
+                    source_file.decode())
+    process = proc.decode()
+    rank = _RANKS.get(process, -1)
+    if rank == -1:
+        rank = _RANKS[process] = rank_of(process)
+    return Line(number, text, text[m.end():], process, int(pid), rank, level.decode(), ts.decode(), None,
+                source_file.decode())

@@ -16,7 +16,7 @@ from typing import Any
 import parse as parselib
 
 from . import units
-from .lines import Line, parse_line
+from .lines import Line, fast_line, parse_line
 
 # What an event is about; the boot assembler dispatches on this.
 FACT, SHAPE, FAILURE, RUNTIME, MARKER, HINT, META, COUNT = (
@@ -58,8 +58,9 @@ class Rule:
     rank_from_prefix: bool = True
     pack: str | None = None
     samples: tuple[str, ...] = ()
-    # fast(number, raw bytes) -> (Line, data) for lines in one exact, common shape, else None
-    fast: Callable[[int, bytes], tuple[Line, dict[str, Any]] | None] | None = None
+    # fast(record) -> data for a record in one exact, common shape, else None (then ``extract``
+    # runs); a shortcut for the lines a served log holds by the million, held to ``extract``
+    fast: Callable[[str], dict[str, Any] | None] | None = None
     _compiled: Any = field(default=None, repr=False)
 
     def compile(self) -> None:
@@ -82,6 +83,10 @@ class Rule:
         return self._compiled.search(message)
 
     def events(self, line: Line, record: str, text: str) -> list[Event]:
+        if self.fast is not None:
+            data = self.fast(record)
+            if data is not None:
+                return [Event(self.emits, line, text, data, self)]
         m = self.search(record)
         if not m:
             return []
@@ -160,13 +165,6 @@ class RuleSet:
             self._closure[a] = [r for b in ordered if b in a for r in self.anchors[b]]
         self.engine = engine
         self._scanner = None
-        # anchor -> f(number, raw bytes) -> (Line, events) | None: a shortcut for the most common
-        # runtime lines in their standard shape; anything else takes the general path, and the
-        # two must agree (tests check every shortcut against it)
-        self.fast_paths: dict[str, Callable[[int, bytes], tuple[Line, list[Event]] | None]] = {}
-        for rule in self.rules:
-            if rule.fast is not None and len(self.anchors[rule.anchor]) == 1:
-                self.fast_paths[rule.anchor] = _bind_fast(rule)
 
     @property
     def all_anchors(self) -> list[str]:
@@ -222,24 +220,19 @@ class RuleSet:
         """Yield ``(line, events, counts)`` for each line that holds an event anchor — counts
         are the count-anchor occurrences since the previous such line — then the counts after
         the last one (a dict) and the total line count (an int)."""
-        scanner = self.scanner()
-        by_anchor = [self.anchors[a] for a in scanner.anchor_texts]
+        return self.read_hits(self.scanner().scan(blocks, count))
+
+    def read_hits(self, hits: Iterable[Any]
+                  ) -> Iterator[tuple[Line, list[Event], dict[str, int]] | dict[str, int] | int]:
+        """``scan`` for hits found elsewhere (``LineScanner.scan``, here or in a child)."""
+        by_anchor = [self.anchors[a] for a in self.scanner().anchor_texts]
         order = {id(r): i for i, r in enumerate(self.rules)}
-        fast = {i: self.fast_paths[a] for i, a in enumerate(scanner.anchor_texts) if a in self.fast_paths}
-        for hit in scanner.scan(blocks, count):
-            if isinstance(hit, int):
-                yield scanner.tail_counts
+        for hit in hits:
+            if isinstance(hit, (dict, int)):  # the tail counts, then the total
                 yield hit
-                return
-            if len(hit.anchors) == 1 and fast:
-                quick = fast.get(next(iter(hit.anchors)))
-                if quick is not None:
-                    done = quick(hit.number, hit.raw)
-                    if done is not None:
-                        done[0].offset = hit.offset
-                        yield done[0], done[1], hit.counts
-                        continue
-            line = parse_line(hit.number, hit.raw.decode("utf-8", errors="replace"))
+                continue
+            # most lines of a served log are in vLLM's plain shape: read without the general model
+            line = fast_line(hit.number, hit.raw) or parse_line(hit.number, hit.raw.decode("utf-8", errors="replace"))
             line.offset = hit.offset
 
             def lazy(hit: Any = hit) -> list[str]:
@@ -252,13 +245,3 @@ class RuleSet:
                                key=lambda r: order[id(r)])
             yield line, self.match_line(line, lazy, rules), hit.counts
 
-
-def _bind_fast(rule: Rule) -> Callable[[int, bytes], tuple[Line, list[Event]] | None]:
-    def run(number: int, raw: bytes) -> tuple[Line, list[Event]] | None:
-        got = rule.fast(number, raw)  # type: ignore[misc]
-        if got is None:
-            return None
-        line, data = got
-        return line, [Event(rule.emits, line, line.raw, data, rule)]
-
-    return run

@@ -10,13 +10,21 @@ Two engines find event anchors and give identical results (tests run both over e
 Hyperscan (``pip install 'vllm-ledger[fast]'``), which scans all anchors in one pass at
 several GB/s, and a pure-Python fallback that runs ``bytes.find`` once per anchor.  Counting
 uses ``bytes.count`` on the gaps between event lines, so count lines never cost a Python step.
+
+A large plain file is scanned in a forked child (``scan_in_child``): reading, hashing, anchor
+search and line counting run on a second core while this process turns the hits into events;
+the hits come back in order through a pipe, so the result is the same as scanning here.
 """
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
-from collections.abc import Iterable, Iterator
+import signal
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 try:  # optional: the fast multi-pattern engine
     import hyperscan as _hs
@@ -24,6 +32,8 @@ except ImportError:  # pragma: no cover - depends on the install
     _hs = None
 
 ENGINES = ("hyperscan", "python")
+_FOLLOWING_BYTES = 64 * 1024  # enough for three wrapped terminal lines
+_BATCH = 4096  # hits per message from the scanning child
 
 
 def available_engines() -> list[str]:
@@ -51,13 +61,18 @@ class Hit:
     raw: bytes  # the line, without its newline
     anchors: set[int]  # indexes (into LineScanner.anchor_texts) of the event anchors it holds
     counts: dict[str, int]  # count-anchor occurrences since the previous hit (or the start)
-    block: bytes  # the block it came from, for ``following``
-    end: int
+    block: bytes | None  # the block it came from, for ``following`` (None: read from ``path``)
+    end: int  # where the line ends in ``block`` (or in the file, when block is None)
+    path: str | None = None
 
     def following(self) -> list[bytes]:
         """Up to three physical lines after it (for terminal-wrapped records)."""
         out: list[bytes] = []
         block, p = self.block, self.end + 1
+        if block is None:  # a hit from the child: the lines are still in the file
+            with open(self.path, "rb") as f:  # type: ignore[arg-type]
+                f.seek(p)
+                block, p = f.read(_FOLLOWING_BYTES), 0
         for _ in range(3):
             if p >= len(block):
                 break
@@ -118,34 +133,122 @@ class LineScanner:
                     i = block.find(a, e)
         return sorted(lines.items())
 
-    def scan(self, blocks: Iterable[bytes], count: bool = True) -> Iterator[Hit | int]:
-        """Yield a Hit per event line, in order; last, the total line count (an int).  The
-        counts after the last event line are left in ``tail_counts``.  With ``count=False`` the
-        caller counts some other way (an external ``grep -c``) and hits carry no counts."""
+    def scan(self, blocks: Iterable[bytes], count: bool = True) -> Iterator[Hit | dict[str, int] | int]:
+        """Yield a Hit per event line, in order; then the counts after the last event line (a
+        dict); last, the total line count (an int).  With ``count=False`` the caller counts some
+        other way (an external ``grep -c``) and hits carry no counts."""
         base = 0
         offset = 0
         pending = dict.fromkeys(self.kinds, 0)
         anchors = self.count_anchors if count else {}
+        no_counts: dict[str, int] = {}
         for block in blocks:
             pos = 0
             line_no = base
             for start, found in self._line_starts(block):
                 end = block.find(b"\n", start)
                 end = len(block) if end < 0 else end
-                counts = dict(pending)
-                for anchor, kind in anchors.items():
-                    counts[kind] += count_lines(block, anchor, pos, end)
+                if anchors:
+                    counts = pending
+                    for anchor, kind in anchors.items():
+                        counts[kind] += count_lines(block, anchor, pos, end)
+                    pending = dict.fromkeys(self.kinds, 0)
+                else:
+                    counts = no_counts
+                # each newline of the block is counted once: gap by gap, then the rest
                 line_no += block.count(b"\n", pos, start)
                 pos = end  # the newline after this line is counted with the next gap
                 yield Hit(line_no + 1, offset + start, block[start:end], found, counts, block, end)
-                pending = dict.fromkeys(self.kinds, 0)
             # the rest of the block: counts carry over to the next hit (or the end)
             for anchor, kind in anchors.items():
                 pending[kind] += count_lines(block, anchor, pos)
-            base += block.count(b"\n")
+            base = line_no + block.count(b"\n", pos)
             if block and not block.endswith(b"\n"):
                 base += 1
             offset += len(block)
-        self.tail_counts = pending
+        yield pending if anchors else no_counts
         yield base
 
+
+
+class ChildScan:
+    """``scan()`` run in a forked child; iterating yields its items here, in order.
+
+    ``scan`` yields hits, then the tail counts (a dict), then the total (an int), as
+    ``LineScanner.scan`` does, over ``path`` (a regular file: ``Hit.following`` reads it again
+    here).  After the total, ``result`` holds what the child's ``finish()`` returned (a
+    picklable summary of what it saw); ``position()`` (bytes read so far, in the child) drives
+    ``progress``.  An exception in the child is raised here; leaving early kills the child."""
+
+    def __init__(self, scan: Callable[[], Iterator[Hit | dict[str, int] | int]], finish: Callable[[], Any],
+                 position: Callable[[], int], path: str, progress: Callable[[int], None] | None = None):
+        self._scan, self._finish, self._position = scan, finish, position
+        self.path, self.progress = path, progress
+        self.result: Any = None
+
+    def _child(self, write_fd: int) -> None:  # pragma: no cover - runs in the child
+        status = 0
+        try:
+            with os.fdopen(write_fd, "wb", buffering=1 << 20) as out:
+                def send(*message: Any) -> None:
+                    pickle.dump(message, out, pickle.HIGHEST_PROTOCOL)
+
+                try:
+                    batch: list[tuple] = []
+                    for hit in self._scan():
+                        if isinstance(hit, Hit):
+                            batch.append((hit.number, hit.offset, hit.raw, hit.anchors, hit.counts,
+                                          hit.offset + len(hit.raw)))
+                            if len(batch) >= _BATCH:
+                                send("hits", batch, self._position())
+                                batch = []
+                            continue
+                        send("hits", batch, self._position())
+                        batch = []
+                        if isinstance(hit, dict):
+                            send("tail", hit)
+                        else:
+                            send("end", hit, self._finish())
+                except Exception as exc:  # the parent raises it
+                    send("error", exc)
+        except BaseException:
+            status = 1
+        finally:
+            os._exit(status)
+
+    def __iter__(self) -> Iterator[Hit | dict[str, int] | int]:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover
+            os.close(read_fd)
+            self._child(write_fd)
+        os.close(write_fd)
+        ended = False
+        try:
+            with os.fdopen(read_fd, "rb", buffering=1 << 20) as pipe:
+                while not ended:
+                    try:
+                        message = pickle.load(pipe)
+                    except EOFError:
+                        raise RuntimeError("the scanning process ended without a result") from None
+                    kind = message[0]
+                    if kind == "hits":
+                        for number, offset, raw, anchors, counts, end in message[1]:
+                            yield Hit(number, offset, raw, anchors, counts, None, end, self.path)
+                        if self.progress:
+                            self.progress(message[2])
+                    elif kind == "tail":
+                        yield message[1]
+                    elif kind == "end":
+                        ended = True
+                        self.result = message[2]
+                        yield message[1]
+                    else:
+                        raise message[1]
+        finally:
+            if not ended:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            os.waitpid(pid, 0)

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import units
 from .dumps import parse_dict_repr, parse_keyvalue_repr
-from .lines import Line, rank_of
+from .lines import Line
 from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Rule
 from .vocabulary import F, G, K, P, R, S
 
@@ -496,34 +496,49 @@ def _spec_v0(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
     return {"kind": "spec_decode", "engine": None, "values": values}
 
 
-# The common V1 stats line exactly as 0.8.3+ prints it, prefixed or not: read without building
-# the general line model.  Any other shape (wrappers, optional parts, V0) takes the general path.
+# Shortcuts for the two lines a served V1 log is mostly made of, in the exact shape 0.8.3+
+# prints them: one fullmatch instead of splitting "key: value" parts.  Any other shape (optional
+# parts, damaged figures, V0) returns None and takes the general extractor; tests hold both to
+# the same result.
+# "Engine %03d: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s,
+#  Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%"
 _FAST_STATS = re.compile(
-    rb"^(?:\((?P<proc>[A-Za-z_]\w*) pid=(?P<pid>\d+)\) )?INFO (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d) "
-    rb"\[(?P<file>[^\s:\[\]]+):\d+\] (?P<msg>Engine (?P<e>\d+): Avg prompt throughput: (?P<p>\d+\.\d) tokens/s, "
-    rb"Avg generation throughput: (?P<g>\d+\.\d) tokens/s, Running: (?P<r>\d+) reqs, Waiting: (?P<w>\d+) reqs, "
-    rb"GPU KV cache usage: (?P<u>\d+\.\d)%, Prefix cache hit rate: (?P<h>\d+\.\d)%)$"
+    r"Engine (\d+): Avg prompt throughput: (\d+\.\d) tokens/s, Avg generation throughput: (\d+\.\d) tokens/s, "
+    r"Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: (\d+\.\d)%, Prefix cache hit rate: (\d+\.\d)%"
 )
 
 
-def _stats_fast(number: int, raw: bytes) -> tuple[Line, dict[str, Any]] | None:
-    if not raw.isascii():
-        return None  # damaged bytes: the general path decodes them the one careful way
-    m = _FAST_STATS.match(raw)
+def _stats_fast(record: str) -> dict[str, Any] | None:
+    m = _FAST_STATS.fullmatch(record)
     if m is None:
         return None
-    proc = m.group("proc")
-    line = Line(number, raw.decode("ascii"), m.group("msg").decode("ascii"),
-                proc.decode("ascii") if proc else None, int(m.group("pid")) if proc else None, None,
-                "INFO", m.group("ts").decode("ascii"), None, m.group("file").decode("ascii"))
-    if proc:
-        line.rank = rank_of(line.process)  # type: ignore[arg-type]
-    values = {
-        R.prompt_throughput_tps: float(m.group("p")), R.generation_throughput_tps: float(m.group("g")),
-        R.running_reqs: int(m.group("r")), R.waiting_reqs: int(m.group("w")),
-        R.gpu_kv_cache_usage_pct: float(m.group("u")), R.prefix_cache_hit_rate_pct: float(m.group("h")),
-    }
-    return line, {"kind": "engine_stats", "engine": int(m.group("e")), "values": values}
+    e, p, g, r, w, u, h = m.groups()
+    return {"kind": "engine_stats", "engine": int(e), "values": {
+        R.prompt_throughput_tps: float(p), R.generation_throughput_tps: float(g), R.running_reqs: int(r),
+        R.waiting_reqs: int(w), R.gpu_kv_cache_usage_pct: float(u), R.prefix_cache_hit_rate_pct: float(h),
+    }}
+
+
+# "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s,
+#  Drafted throughput: %.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens,
+#  Per-position acceptance rate: %s, Avg Draft acceptance rate: %.1f%%"
+_FAST_SPEC = re.compile(
+    r"SpecDecoding metrics: Mean acceptance length: (\d+\.\d+), Accepted throughput: \d+\.\d+ tokens/s, "
+    r"Drafted throughput: \d+\.\d+ tokens/s, Accepted: (\d+) tokens, Drafted: (\d+) tokens, "
+    r"Per-position acceptance rate: (\d\.\d+(?:, \d\.\d+)*), Avg Draft acceptance rate: (\d+\.\d)%"
+)
+
+
+def _spec_fast(record: str) -> dict[str, Any] | None:
+    m = _FAST_SPEC.fullmatch(record)
+    if m is None:
+        return None
+    mean, acc, draft, per_position, rate = m.groups()
+    return {"kind": "spec_decode", "engine": None, "values": {
+        R.spec_mean_acceptance_length: float(mean), R.spec_accepted_tokens: int(acc),
+        R.spec_drafted_tokens: int(draft), R.spec_draft_acceptance_rate_pct: float(rate),
+        R.spec_per_position_acceptance: [float(x) for x in per_position.split(", ")],
+    }}
 
 
 RUNTIME_RULES = [
@@ -531,7 +546,8 @@ RUNTIME_RULES = [
          fast=_stats_fast),
     Rule("v0_prefix_hit", "Prefix cache hit rate: GPU: ", RUNTIME,
          r"^Prefix cache hit rate: GPU: (?P<g>[\d.]+)%", extract=_v0_prefix),
-    Rule("spec_decode_v1", "SpecDecoding metrics: ", RUNTIME, r"SpecDecoding metrics: ", extract=_spec_v1),
+    Rule("spec_decode_v1", "SpecDecoding metrics: ", RUNTIME, r"SpecDecoding metrics: ", extract=_spec_v1,
+         fast=_spec_fast),
     Rule("spec_decode_v0", "Speculative metrics: ", RUNTIME, r"Speculative metrics: ", extract=_spec_v0),
     # Counted, not stored: every occurrence of these anchors in the boot.  uvicorn's access line
     # '172.18.0.1:50504 - "POST /v1/chat/completions HTTP/1.1" 200 OK'; the request log's

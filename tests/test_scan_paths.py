@@ -4,10 +4,15 @@ the same as reading every line through every rule."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import parsers
 from conftest import ROOT
+from parsers.lines import fast_line
 from parsers.rules import RuleSet
 from parsers.scan import available_engines
 from parsers.vllm import BUILTIN_RULES
@@ -31,7 +36,7 @@ def summary(boots: list[parsers.Boot]) -> list[dict]:
 @pytest.fixture(autouse=True)
 def grep_even_for_small_files(monkeypatch):
     """The fixtures are small; let grep count them too, so both counters are compared."""
-    monkeypatch.setattr(parsers, "GREP_MIN_BYTES", 0)
+    monkeypatch.setattr(parsers, "LARGE_FILE_BYTES", 0)
 
 
 @pytest.fixture(scope="module")
@@ -79,40 +84,94 @@ def test_a_generated_runtime_log_through_every_path(tmp_path, rulesets):
             assert summary(parsers.parse_source(parsers.Source(str(log)), rules, 2026, grep=grep).boots) == expected
 
 
+def fixture_lines():
+    for log in FIXTURES:
+        for number, raw in enumerate(log.read_bytes().split(b"\n"), start=1):
+            yield number, raw
+
+
+def test_fast_line_is_parse_line_on_every_fixture_line():
+    taken = 0
+    for number, raw in fixture_lines():
+        fast = fast_line(number, raw)
+        if fast is not None:
+            taken += 1
+            assert fast == parsers.parse_line(number, raw.decode("utf-8", errors="replace")), raw
+    assert taken > 100  # the shortcut does get used on real logs
+
+
+@given(st.sampled_from([b"", b"(APIServer pid=1) ", b"(EngineCore_DP0 pid=43) ", b"(VllmWorker rank=2 pid=9) ",
+                        b"qwen3-1  | ", b"\x1b[32m", b"(Worker_TP1 pid=147) ", b"  "]),
+       st.sampled_from([b"INFO", b"WARNING", b"ERROR", b"DEBUG", b"INF"]),
+       st.sampled_from([b"10-01 09:00:10", b"10-01 09:00:10.123", b"1-01 09:00:10"]),
+       st.sampled_from([b"[loggers.py:271] ", b"loggers.py:271] ", b"[loggers.py:271]  ", b"[a b.py:1] "]),
+       st.binary(max_size=40), st.sampled_from([b"", b"\r", b" ", b"\x1c", b" [repeated 3x across cluster]"]))
+def test_fast_line_is_parse_line_or_declines(prefix, level, stamp, where, message, end):
+    raw = prefix + level + b" " + stamp + b" " + where + message + end
+    fast = fast_line(7, raw)
+    if fast is not None:
+        assert fast == parsers.parse_line(7, raw.decode("utf-8", errors="replace"))
+
+
+def _general(rule):
+    return dataclasses.replace(rule, fast=None)
+
+
+@pytest.mark.parametrize("name", ["engine_stats", "spec_decode_v1"])
+def test_the_fast_extractor_agrees_with_the_general_one_on_every_fixture_line(name, rulesets):
+    (rule,) = [r for r in rulesets["python"].rules if r.name == name]
+    assert rule.fast is not None
+    taken = 0
+    for number, raw in fixture_lines():
+        if rule.anchor.encode() not in raw:
+            continue
+        line = parsers.parse_line(number, raw.decode("utf-8", errors="replace"))
+        data = rule.fast(line.message)
+        if data is not None:
+            taken += 1
+            (event,) = _general(rule).events(line, line.message, line.raw)
+            assert data == event.data, raw
+    assert taken >= 2  # real excerpts that are in the plain shape
+
+
 @pytest.mark.parametrize("raw", [
     "(APIServer pid=1) INFO 10-01 09:00:10 [loggers.py:271] Engine 000: Avg prompt throughput: 5123.4 tokens/s, "
     "Avg generation throughput: 88.1 tokens/s, Running: 7 reqs, Waiting: 1 reqs, GPU KV cache usage: 43.2%, "
     "Prefix cache hit rate: 12.5%",
     "INFO 06-16 10:03:14 [loggers.py:87] Engine 003: Avg prompt throughput: 0.0 tokens/s, Avg generation "
     "throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
-    "(APIServer pid=3646) INFO 05-19 10:13:41 [loggers.py:271] Engine 000: Avg prompt throughput: 18032.5 tokens/s, "
-    "Avg generation throughput: 589.8 tokens/s, Running: 21 reqs, Waiting: 23 reqs, GPU KV cache usage: 95.9%, "
-    "Prefix cache hit rate: 0.0%",
+    "(APIServer pid=1) INFO 10-01 09:00:10 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 3.14, "
+    "Accepted throughput: 85.70 tokens/s, Drafted throughput: 120.00 tokens/s, Accepted: 857 tokens, Drafted: 1200 "
+    "tokens, Per-position acceptance rate: 0.812, 0.601, 0.433, Avg Draft acceptance rate: 71.4%",
 ])
-def test_the_stats_fast_path_agrees_with_the_general_one(raw, rulesets):
-    rules = rulesets["python"]
-    (fast,) = [r for r in rules.rules if r.name == "engine_stats"]
-    line_fast, data_fast = fast.fast(5, raw.encode())
+def test_the_fast_extractors_agree_with_the_general_ones(raw, rulesets):
     line = parsers.parse_line(5, raw)
-    (event,) = rules.match_line(line)
-    assert data_fast == event.data
-    for attr in ("number", "raw", "message", "process", "pid", "rank", "level", "timestamp", "source_file"):
-        assert getattr(line_fast, attr) == getattr(line, attr), attr
+    (rule,) = [r for r in rulesets["python"].rules if r.anchor in raw and r.fast is not None]
+    data = rule.fast(line.message)
+    assert data is not None
+    (event,) = _general(rule).events(line, line.message, line.raw)
+    assert data == event.data
 
 
-def test_the_fast_path_declines_other_shapes(rulesets):
-    (fast,) = [r for r in rulesets["python"].rules if r.name == "engine_stats"]
-    assert fast.fast(1, b"qwen3-1  | INFO 05-04 01:06:53 [loggers.py:271] Engine 000: Avg prompt throughput: 2.5 "
-                        b"tokens/s, Avg generation throughput: 89.6 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
-                        b"GPU KV cache usage: 5.2%, Prefix cache hit rate: 0.0%") is None
-    assert fast.fast(1, b"INFO 05-04 01:06:53 [loggers.py:271] Engine 000: Avg prompt throughput: 2.5 tokens/s, "
-                        b"Avg generation throughput: 89.6 tokens/s, Running: 1 reqs, Waiting: 0 reqs, Preemptions: 2, "
-                        b"GPU KV cache usage: 5.2%, Prefix cache hit rate: 0.0%") is None
+@pytest.mark.parametrize("message", [
+    # 0.11.1+ builds the line from optional parts: "Preemptions" between them
+    "Engine 000: Avg prompt throughput: 2.5 tokens/s, Avg generation throughput: 89.6 tokens/s, Running: 1 reqs, "
+    "Waiting: 0 reqs, Preemptions: 2, GPU KV cache usage: 5.2%, Prefix cache hit rate: 0.0%",
+    # a per-position rate of nan (no drafts at that position yet)
+    "SpecDecoding metrics: Mean acceptance length: 1.00, Accepted throughput: 0.00 tokens/s, Drafted throughput: "
+    "0.00 tokens/s, Accepted: 0 tokens, Drafted: 0 tokens, Per-position acceptance rate: nan, nan, "
+    "Avg Draft acceptance rate: 0.0%",
+])
+def test_the_fast_extractors_decline_other_shapes(message, rulesets):
+    (rule,) = [r for r in rulesets["python"].rules if r.fast is not None and r.anchor in message]
+    assert rule.fast(message) is None
+    line = parsers.parse_line(1, "INFO 05-04 01:06:53 [loggers.py:271] " + message)
+    (event,) = rule.events(line, line.message, line.raw)  # the general extractor reads it
+    assert event.data["values"]
 
 
-def test_the_fast_path_declines_bytes_that_are_not_ascii(rulesets):
-    (fast,) = [r for r in rulesets["python"].rules if r.name == "engine_stats"]
+def test_fast_line_declines_bytes_that_are_not_ascii():
     raw = (b"INFO 05-19 10:13:11 [loggers\xff.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
            b"throughput: 1.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%, Prefix cache hit "
            b"rate: 0.0%")
-    assert fast.fast(1, raw) is None
+    assert fast_line(1, raw) is None
