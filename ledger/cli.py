@@ -122,12 +122,28 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
     import parsers
     from parsers.packs import discover, pack_rules
 
+    if image and not _DIGEST.match(image):
+        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
+    rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
+    # the first input starts now: a large file is scanned on the other core while the ledger's
+    # modules load and the ledger opens (they are what the imports below cost)
+    from .ingest import start_parse
+
+    started = start_parse(logs[0], rules, year) if logs[0] != "-" else None
+    try:
+        _ingest_all(logs, commit, image, label, repo, year, rules, as_json, db, started)
+    finally:
+        if started is not None:
+            started.close()
+
+
+def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
+                repo: str | None, year: int | None, rules: Any, as_json: bool, db: str | None,
+                started: Any) -> None:
     from .ingest import ingest_file, repo_state
     from .queries import export
     from .store import DeployInfo
 
-    if image and not _DIGEST.match(image):
-        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
     dirty = None
     if repo:
         repo_commit, dirty = repo_state(repo)
@@ -135,14 +151,14 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
             raise LedgerError(f"--commit {commit} disagrees with {repo} at {repo_commit[:12]}")
         commit = repo_commit
     info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty)
-    rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
     failed = 0
     stored_ids: list[str] = []
     with _ledger(db) as ledger:
-        for path in logs:
+        for i, path in enumerate(logs):
             progress = _Progress(path) if sys.stderr.isatty() else None
             result = ingest_file(ledger, path, info, rules, year=year, progress=progress,
-                                 on_stored=_streamed(path, as_json) if path == "-" else None)
+                                 on_stored=_streamed(path, as_json) if path == "-" else None,
+                                 started=started if i == 0 else None)
             if progress:
                 progress.done()
             if result.error:

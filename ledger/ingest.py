@@ -6,12 +6,15 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import parsers
 from parsers.rules import RuleSet
 
 from .errors import LedgerError
-from .store import DeployInfo, Ledger, SampleSpool, set_source_sha256, store_boot
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) loads only once a file has started: see start_parse
+    from .store import DeployInfo, Ledger
 
 
 @dataclass
@@ -23,14 +26,25 @@ class FileResult:
     error: str | None = None
 
 
+def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None) -> parsers.Parse | None:
+    """Start reading ``path`` now (a large file is scanned by a child process meanwhile); None
+    when it cannot start — ``ingest_file`` then meets and reports the problem itself."""
+    try:
+        return parsers.Parse(parsers.Source(path), rules, year or parsers._default_year(path))
+    except (parsers.SourceError, OSError):
+        return None
+
+
 def ingest_file(ledger: Ledger, path: str, info: DeployInfo, rules: RuleSet | None = None,
                 year: int | None = None, on_stored: Callable[[int, parsers.Boot], None] | None = None,
-                progress: Callable[[int], None] | None = None) -> FileResult:
+                progress: Callable[[int], None] | None = None, started: parsers.Parse | None = None) -> FileResult:
     """Parse and store one input.  Each boot is written in its own transaction as soon as it is
     complete (from a stream: while the stream goes on); runtime samples are spooled, so memory
-    stays flat whatever the input's size."""
+    stays flat whatever the input's size.  ``started``: the input's Parse from ``start_parse``."""
+    from .store import SampleSpool, set_source_sha256, store_boot
+
     result = FileResult(path)
-    source = parsers.Source(path)
+    source = started.source if started is not None else parsers.Source(path)
     spools: dict[int, SampleSpool] = {}
 
     def sink(boot: parsers.Boot, sample: parsers.RuntimeSample) -> None:
@@ -49,8 +63,8 @@ def ingest_file(ledger: Ledger, path: str, info: DeployInfo, rules: RuleSet | No
                 on_stored(bid, boot)
 
     try:
-        parsers.parse_source(source, rules, year or parsers._default_year(path), on_boot=on_boot,
-                             runtime_sink=sink, progress=progress)
+        parse = started or parsers.Parse(source, rules, year or parsers._default_year(path))
+        parse.run(on_boot=on_boot, runtime_sink=sink, progress=progress)
     except parsers.SourceError as exc:
         result.error = str(exc)
         return result

@@ -25,7 +25,7 @@ from .vllm import BUILTIN_RULES
 __all__ = [
     "Boot", "Event", "Fact", "Failure", "RuntimeSample", "ShapeValue", "Line", "Rule", "RuleSet",
     "Source", "SourceError", "ParseResult", "parse_file", "parse_text", "parse_source",
-    "builtin_ruleset", "parse_line",
+    "builtin_ruleset", "parse_line", "Parse",
 ]
 
 _BUILTIN: RuleSet | None = None
@@ -87,6 +87,14 @@ class _ExternalCounts:
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
             for anchor, kind in count_anchors.items()
         ]
+
+    def stop(self) -> None:
+        for _, proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            if proc.stdout:
+                proc.stdout.close()
 
     def totals(self) -> dict[str, int] | None:
         out: dict[str, int] = {}
@@ -162,104 +170,141 @@ def _inspect_head(head: bytes, rules: RuleSet, display: str, state: dict) -> Non
 _HEAD_BYTES = 65536
 
 
+class Parse:
+    """One source's parse in two steps: constructing it starts the helpers a large plain file gets
+    (a forked scanning child, grep counters), so the caller can do slow work of its own — open
+    the ledger — while the file is being read; ``run()`` does the rest and returns the result.
+
+    ``grep`` and ``fork`` allow those helpers (tests turn them off to show they change nothing).
+    A Parse that is never run must be closed."""
+
+    def __init__(self, source: Source, rules: RuleSet | None = None, default_year: int | None = None,
+                 grep: bool = True, fork: bool = True):
+        self.source, self.default_year = source, default_year
+        self.rules = rules = rules or builtin_ruleset()
+        self.state = state = {"header": 0, "vllm": False, "first": True, "header_counts": {}}
+        large = source.plain_file and os.path.getsize(source.path) >= LARGE_FILE_BYTES
+        self.in_child = fork and large and hasattr(os, "fork")
+        if self.in_child:  # the excerpt header must be known before the child's first hit arrives
+            with open(source.path, "rb") as f:
+                _inspect_head(f.read(_HEAD_BYTES), rules, source.display, state)
+            state["first"] = False
+        self.progress: Callable[[int], None] | None = None
+        self.external = None
+        if grep and large and rules.count_anchors and _GREP:
+            self.external = _ExternalCounts(source.path, rules.count_anchors)
+        # counts come from grep for a plain file; the Python counter otherwise (pipes, .gz, .zst)
+        self.counting_here = self.external is None
+        self.child: ChildScan | None = None
+        if self.in_child:
+            self.child = ChildScan(lambda: rules.scanner().scan(self._blocks(), count=self.counting_here),
+                                   finish=lambda: (state["vllm"], source.sha256, source.size),
+                                   position=lambda: source.size, path=source.path)
+
+    def _blocks(self) -> Iterator[bytes]:
+        state, source = self.state, self.source
+        for block in source.blocks():
+            if state["first"]:
+                state["first"] = False
+                _inspect_head(block[:_HEAD_BYTES], self.rules, source.display, state)
+            if not state["vllm"] and _VLLM_LINE_BYTES.search(block):
+                state["vllm"] = True
+            if self.progress and not self.in_child:
+                self.progress(source.size)
+            yield block
+
+    def close(self) -> None:
+        """Stop the helpers of a Parse that will not run (or did not finish)."""
+        if self.child is not None:
+            self.child.close()
+        if self.external is not None:
+            self.external.stop()
+
+    def run(self, on_boot: Callable[[Boot], None] | None = None,
+            runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None,
+            progress: Callable[[int], None] | None = None) -> ParseResult:
+        """``on_boot(boot)`` is called as each boot completes (streaming); ``runtime_sink(boot,
+        sample)`` receives runtime samples instead of the boot keeping them."""
+        try:
+            return self._run(on_boot, runtime_sink, progress)
+        finally:
+            self.close()
+
+    def _run(self, on_boot: Callable[[Boot], None] | None,
+             runtime_sink: Callable[[Boot, RuntimeSample], None] | None,
+             progress: Callable[[int], None] | None) -> ParseResult:
+        source, rules, state, counting_here = self.source, self.rules, self.state, self.counting_here
+        self.progress = progress
+        emit = on_boot if counting_here else None  # with grep's counts, boots leave once counted
+        assembler = BootAssembler(first_line=1, default_year=self.default_year, runtime_sink=runtime_sink)
+        assembler.defer_counts = not counting_here
+        total = 0
+        header_set = False
+        if self.child is not None:
+            self.child.progress = progress
+            items = rules.read_hits(self.child)
+        else:
+            items = rules.scan(self._blocks(), count=counting_here)
+        for item in items:
+            if isinstance(item, int):
+                total = item
+                break
+            if isinstance(item, dict):  # counts after the last event line: the last boot's
+                assembler.add_counts(item)
+                continue
+            if not header_set:
+                assembler.first_line = state["header"] + 1
+                header_set = True
+                if counting_here and state["header_counts"]:
+                    assembler.add_counts({k: -n for k, n in state["header_counts"].items()})
+            line, events, counts = item
+            if line.number <= state["header"]:
+                continue
+            if counting_here:
+                assembler.add_counts(counts)
+            for boot in assembler.feed(line, events):
+                if emit:
+                    emit(boot)
+        if self.child is not None:
+            state["vllm"], source.sha256, source.size = self.child.result
+        if source.size == 0:
+            raise SourceError(f"{source.display}: is empty")
+        if not state["vllm"]:
+            raise SourceError(f"{source.display}: no vLLM log lines found")
+        assembler.first_line = state["header"] + 1
+        already = len(assembler.boots) - (1 if assembler.current is not None else 0)
+        boots = assembler.finish(total)
+        if not boots:
+            # vLLM lines but not one figure or marker: an honest, empty boot
+            assembler._new(state["header"] + 1)
+            boots = assembler.finish(max(total, state["header"] + 1))
+            already = 0
+        if not counting_here:
+            totals = self.external.totals() if self.external is not None else None
+            if totals is not None and len(boots) == 1:
+                header = state["header_counts"]
+                boots[0].access_lines = totals.get("access", 0) - header.get("access", 0)
+                boots[0].request_lines = totals.get("request", 0) - header.get("request", 0)
+            else:
+                _recount(source, rules, boots, state["header"])
+            for boot in boots:
+                boot.seal_counts()
+            if on_boot:
+                for boot in boots:
+                    on_boot(boot)
+        elif on_boot:
+            for boot in boots[already:]:
+                on_boot(boot)
+        return ParseResult(source, boots, total, state["header"], state["vllm"])
+
+
 def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,
                  on_boot: Callable[[Boot], None] | None = None,
                  runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None,
                  progress: Callable[[int], None] | None = None, grep: bool = True,
                  fork: bool = True) -> ParseResult:
-    """Scan a source.  ``on_boot(boot)`` is called as each boot completes (streaming);
-    ``runtime_sink(boot, sample)`` receives runtime samples instead of the boot keeping them.
-    ``grep`` and ``fork`` allow the helpers used for a large plain file (tests turn them off to
-    show they change nothing)."""
-    rules = rules or builtin_ruleset()
-    state = {"header": 0, "vllm": False, "first": True, "header_counts": {}}
-    large = source.plain_file and os.path.getsize(source.path) >= LARGE_FILE_BYTES
-    child: ChildScan | None = None
-    in_child = fork and large and hasattr(os, "fork")
-    if in_child:  # the excerpt header must be known before the child's first hit arrives
-        with open(source.path, "rb") as f:
-            _inspect_head(f.read(_HEAD_BYTES), rules, source.display, state)
-        state["first"] = False
-    external = None
-    if grep and large and rules.count_anchors and _GREP:
-        external = _ExternalCounts(source.path, rules.count_anchors)
-
-    def blocks() -> Iterator[bytes]:
-        for block in source.blocks():
-            if state["first"]:
-                state["first"] = False
-                _inspect_head(block[:_HEAD_BYTES], rules, source.display, state)
-            if not state["vllm"] and _VLLM_LINE_BYTES.search(block):
-                state["vllm"] = True
-            if progress and not in_child:
-                progress(source.size)
-            yield block
-
-    # counts come from grep for a plain file; the Python counter otherwise (pipes, .gz, .zst)
-    counting_here = external is None
-    emit = on_boot if counting_here else None  # with grep's counts, boots leave once counted
-    assembler = BootAssembler(first_line=1, default_year=default_year, runtime_sink=runtime_sink)
-    assembler.defer_counts = not counting_here
-    total = 0
-    header_set = False
-    if in_child:
-        child = ChildScan(lambda: rules.scanner().scan(blocks(), count=counting_here),
-                          finish=lambda: (state["vllm"], source.sha256, source.size),
-                          position=lambda: source.size, path=source.path, progress=progress)
-        items = rules.read_hits(child)
-    else:
-        items = rules.scan(blocks(), count=counting_here)
-    for item in items:
-        if isinstance(item, int):
-            total = item
-            break
-        if isinstance(item, dict):  # counts after the last event line: the last boot's
-            assembler.add_counts(item)
-            continue
-        if not header_set:
-            assembler.first_line = state["header"] + 1
-            header_set = True
-            if counting_here and state["header_counts"]:
-                assembler.add_counts({k: -n for k, n in state["header_counts"].items()})
-        line, events, counts = item
-        if line.number <= state["header"]:
-            continue
-        if counting_here:
-            assembler.add_counts(counts)
-        for boot in assembler.feed(line, events):
-            if emit:
-                emit(boot)
-    if child is not None:
-        state["vllm"], source.sha256, source.size = child.result
-    if source.size == 0:
-        raise SourceError(f"{source.display}: is empty")
-    if not state["vllm"]:
-        raise SourceError(f"{source.display}: no vLLM log lines found")
-    assembler.first_line = state["header"] + 1
-    already = len(assembler.boots) - (1 if assembler.current is not None else 0)
-    boots = assembler.finish(total)
-    if not boots:
-        # vLLM lines but not one figure or marker: an honest, empty boot
-        assembler._new(state["header"] + 1)
-        boots = assembler.finish(max(total, state["header"] + 1))
-        already = 0
-    if not counting_here:
-        totals = external.totals() if external is not None else None
-        if totals is not None and len(boots) == 1:
-            header = state["header_counts"]
-            boots[0].access_lines = totals.get("access", 0) - header.get("access", 0)
-            boots[0].request_lines = totals.get("request", 0) - header.get("request", 0)
-        else:
-            _recount(source, rules, boots, state["header"])
-        for boot in boots:
-            boot.seal_counts()
-        if on_boot:
-            for boot in boots:
-                on_boot(boot)
-    elif on_boot:
-        for boot in boots[already:]:
-            on_boot(boot)
-    return ParseResult(source, boots, total, state["header"], state["vllm"])
+    """Scan a source (``Parse`` in one go)."""
+    return Parse(source, rules, default_year, grep, fork).run(on_boot, runtime_sink, progress)
 
 
 def _default_year(path: str) -> int:

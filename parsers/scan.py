@@ -32,6 +32,23 @@ except ImportError:  # pragma: no cover - depends on the install
     _hs = None
 
 ENGINES = ("hyperscan", "python")
+# Blocks from this size find their newlines with numpy (vectorised, when it is installed — pandas
+# brings it); smaller ones count with bytes.count.  Both give the same numbers (tests run both).
+NUMPY_MIN_BLOCK = 1024 * 1024
+_NUMPY: Any = None
+
+
+def _numpy() -> Any:
+    """numpy, imported on first use (it costs a tenth of a second); False when it is missing."""
+    global _NUMPY
+    if _NUMPY is None:
+        try:
+            import numpy
+
+            _NUMPY = numpy
+        except ImportError:  # pragma: no cover - pandas depends on it
+            _NUMPY = False
+    return _NUMPY or None
 _FOLLOWING_BYTES = 64 * 1024  # enough for three wrapped terminal lines
 _BATCH = 4096  # hits per message from the scanning child
 
@@ -143,11 +160,27 @@ class LineScanner:
         anchors = self.count_anchors if count else {}
         no_counts: dict[str, int] = {}
         for block in blocks:
+            hits = self._line_starts(block)
+            np = _numpy() if len(block) >= NUMPY_MIN_BLOCK else None
+            if np is not None:
+                # one vectorised pass finds every newline; each hit's line number and end are
+                # then a binary search, not a count over the gap before it
+                newlines = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+                before = newlines.searchsorted([start for start, _ in hits]).tolist() if hits else []
+                last = len(newlines)
             pos = 0
             line_no = base
-            for start, found in self._line_starts(block):
-                end = block.find(b"\n", start)
-                end = len(block) if end < 0 else end
+            for k, (start, found) in enumerate(hits):
+                if np is not None:
+                    i = before[k]
+                    end = int(newlines[i]) if i < last else len(block)
+                    number = base + i + 1
+                else:
+                    end = block.find(b"\n", start)
+                    end = len(block) if end < 0 else end
+                    # each newline of the block is counted once: gap by gap, then the rest
+                    line_no += block.count(b"\n", pos, start)
+                    number = line_no + 1
                 if anchors:
                     counts = pending
                     for anchor, kind in anchors.items():
@@ -155,14 +188,12 @@ class LineScanner:
                     pending = dict.fromkeys(self.kinds, 0)
                 else:
                     counts = no_counts
-                # each newline of the block is counted once: gap by gap, then the rest
-                line_no += block.count(b"\n", pos, start)
-                pos = end  # the newline after this line is counted with the next gap
-                yield Hit(line_no + 1, offset + start, block[start:end], found, counts, block, end)
+                pos = end  # the newline after this line belongs to the next gap
+                yield Hit(number, offset + start, block[start:end], found, counts, block, end)
             # the rest of the block: counts carry over to the next hit (or the end)
             for anchor, kind in anchors.items():
                 pending[kind] += count_lines(block, anchor, pos)
-            base = line_no + block.count(b"\n", pos)
+            base = base + last if np is not None else line_no + block.count(b"\n", pos)
             if block and not block.endswith(b"\n"):
                 base += 1
             offset += len(block)
@@ -172,83 +203,107 @@ class LineScanner:
 
 
 class ChildScan:
-    """``scan()`` run in a forked child; iterating yields its items here, in order.
+    """``scan()`` run in a forked child, started at once; iterating yields its items here.
 
     ``scan`` yields hits, then the tail counts (a dict), then the total (an int), as
     ``LineScanner.scan`` does, over ``path`` (a regular file: ``Hit.following`` reads it again
-    here).  After the total, ``result`` holds what the child's ``finish()`` returned (a
-    picklable summary of what it saw); ``position()`` (bytes read so far, in the child) drives
-    ``progress``.  An exception in the child is raised here; leaving early kills the child."""
+    here).  After the total,
+    ``result`` holds the child's ``finish()`` (a picklable summary of what it saw), and
+    ``position()`` (bytes read so far, in the child) drives ``progress``.
+
+    The child writes batches to an unlinked temporary file and announces each through a pipe,
+    so it never waits for this process (which may still be opening the ledger).  An exception
+    in the child is raised here; ``close()`` (or leaving early) kills the child."""
 
     def __init__(self, scan: Callable[[], Iterator[Hit | dict[str, int] | int]], finish: Callable[[], Any],
                  position: Callable[[], int], path: str, progress: Callable[[int], None] | None = None):
-        self._scan, self._finish, self._position = scan, finish, position
+        import tempfile
+
         self.path, self.progress = path, progress
         self.result: Any = None
+        self._spool = tempfile.TemporaryFile()
+        read_fd, write_fd = os.pipe()
+        self._pid = os.fork()
+        if self._pid == 0:  # pragma: no cover - the child; its results are what the tests compare
+            os.close(read_fd)
+            self._child(write_fd, scan, finish, position)
+        os.close(write_fd)
+        self._notes = os.fdopen(read_fd, "rb", buffering=0)
+        self._ended = False
 
-    def _child(self, write_fd: int) -> None:  # pragma: no cover - runs in the child
+    def _child(self, write_fd: int, scan: Callable[[], Iterator[Any]], finish: Callable[[], Any],
+               position: Callable[[], int]) -> None:  # pragma: no cover
         status = 0
         try:
-            with os.fdopen(write_fd, "wb", buffering=1 << 20) as out:
-                def send(*message: Any) -> None:
-                    pickle.dump(message, out, pickle.HIGHEST_PROTOCOL)
+            spool = self._spool
+            written = 0
 
-                try:
-                    batch: list[tuple] = []
-                    for hit in self._scan():
-                        if isinstance(hit, Hit):
-                            batch.append((hit.number, hit.offset, hit.raw, hit.anchors, hit.counts,
-                                          hit.offset + len(hit.raw)))
-                            if len(batch) >= _BATCH:
-                                send("hits", batch, self._position())
-                                batch = []
-                            continue
-                        send("hits", batch, self._position())
-                        batch = []
-                        if isinstance(hit, dict):
-                            send("tail", hit)
-                        else:
-                            send("end", hit, self._finish())
-                except Exception as exc:  # the parent raises it
-                    send("error", exc)
+            def send(*message: Any) -> None:
+                nonlocal written
+                data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+                spool.write(data)
+                spool.flush()
+                written += len(data)
+                os.write(write_fd, written.to_bytes(8, "little"))
+
+            try:
+                batch: list[Any] = []
+                for hit in scan():
+                    if isinstance(hit, Hit):
+                        batch.append((hit.number, hit.offset, hit.raw, hit.anchors, hit.counts))
+                        if len(batch) >= _BATCH:
+                            send("hits", batch, position())
+                            batch = []
+                        continue
+                    send("hits", batch, position())
+                    batch = []
+                    if isinstance(hit, dict):
+                        send("tail", hit)
+                    else:
+                        send("end", hit, finish())
+            except Exception as exc:  # raised in the parent
+                send("error", exc)
         except BaseException:
             status = 1
         finally:
             os._exit(status)
 
-    def __iter__(self) -> Iterator[Hit | dict[str, int] | int]:
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover
-            os.close(read_fd)
-            self._child(write_fd)
-        os.close(write_fd)
-        ended = False
+    def __iter__(self) -> Iterator[Any]:
+        done = 0
         try:
-            with os.fdopen(read_fd, "rb", buffering=1 << 20) as pipe:
-                while not ended:
-                    try:
-                        message = pickle.load(pipe)
-                    except EOFError:
-                        raise RuntimeError("the scanning process ended without a result") from None
-                    kind = message[0]
-                    if kind == "hits":
-                        for number, offset, raw, anchors, counts, end in message[1]:
-                            yield Hit(number, offset, raw, anchors, counts, None, end, self.path)
-                        if self.progress:
-                            self.progress(message[2])
-                    elif kind == "tail":
-                        yield message[1]
-                    elif kind == "end":
-                        ended = True
-                        self.result = message[2]
-                        yield message[1]
-                    else:
-                        raise message[1]
+            while not self._ended:
+                note = self._notes.read(8)
+                if len(note) < 8:
+                    raise RuntimeError("the scanning process ended without a result")
+                upto = int.from_bytes(note, "little")
+                message = pickle.loads(os.pread(self._spool.fileno(), upto - done, done))
+                done = upto
+                kind = message[0]
+                if kind == "hits":
+                    for number, offset, raw, anchors, counts in message[1]:
+                        yield Hit(number, offset, raw, anchors, counts, None, offset + len(raw), self.path)
+                    if self.progress:
+                        self.progress(message[2])
+                elif kind == "tail":
+                    yield message[1]
+                elif kind == "end":
+                    self._ended = True
+                    self.result = message[2]
+                    yield message[1]
+                else:
+                    raise message[1]
         finally:
-            if not ended:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            os.waitpid(pid, 0)
+            self.close()
+
+    def close(self) -> None:
+        if self._pid is None:
+            return
+        if not self._ended:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        os.waitpid(self._pid, 0)
+        self._pid = None
+        self._notes.close()
+        self._spool.close()

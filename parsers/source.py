@@ -73,11 +73,24 @@ class Source:
         hasher = threading.Thread(target=self._hash, args=(pending,), daemon=True)
         hasher.start()
         carry = b""
+        # a plain file is read again from the last line end, so a block costs one slice instead
+        # of being glued to the previous block's tail (two more copies of every byte)
+        seek = isinstance(raw, io.BufferedReader) and self.path != "-"
         try:
             while True:
                 chunk = read(block_size)
                 if not chunk:
                     break
+                if seek and not carry:
+                    cut = chunk.rfind(b"\n")
+                    if cut >= 0:
+                        if cut < len(chunk) - 1 and len(chunk) == block_size:
+                            raw.seek(cut + 1 - len(chunk), 1)
+                            chunk = chunk[: cut + 1]
+                        pending.put(chunk)
+                        self.size += len(chunk)
+                        yield chunk
+                        continue
                 pending.put(chunk)
                 self.size += len(chunk)
                 if carry:

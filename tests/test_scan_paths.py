@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import parsers
@@ -175,3 +175,19 @@ def test_fast_line_declines_bytes_that_are_not_ascii():
            b"throughput: 1.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%, Prefix cache hit "
            b"rate: 0.0%")
     assert fast_line(1, raw) is None
+
+
+@given(st.binary(max_size=3000).map(lambda b: b.replace(b"\r", b"\n")), st.integers(1, 300))
+def test_blocks_give_back_every_byte_cut_at_line_ends_and_hash_it(data, block_size):
+    import hashlib
+    import tempfile
+
+    assume(not data.startswith((b"\x1f\x8b", b"\x28\xb5\x2f\xfd")))  # gzip, zstd: decompressed
+    with tempfile.NamedTemporaryFile(suffix=".log") as f:
+        f.write(data)
+        f.flush()
+        source = parsers.Source(f.name)
+        blocks = list(source.blocks(block_size))
+    assert b"".join(blocks) == data
+    assert all(b.endswith(b"\n") for b in blocks[:-1])
+    assert source.sha256 == hashlib.sha256(data).hexdigest() and source.size == len(data)
