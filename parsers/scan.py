@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .source import SourceError
+
 try:  # optional: the fast multi-pattern engine
     import hyperscan as _hs
 except ImportError:  # pragma: no cover - depends on the install
@@ -274,7 +276,7 @@ class ChildScan:
             while not self._ended:
                 note = self._notes.read(8)
                 if len(note) < 8:
-                    raise RuntimeError("the scanning process ended without a result")
+                    raise SourceError(f"{self.path}: the scanning process ended without a result")
                 upto = int.from_bytes(note, "little")
                 message = pickle.loads(os.pread(self._spool.fileno(), upto - done, done))
                 done = upto

@@ -14,6 +14,7 @@ import parsers
 from conftest import ROOT
 from parsers.lines import fast_line
 from parsers.rules import RuleSet
+from parsers import scan
 from parsers.scan import available_engines
 from parsers.vllm import BUILTIN_RULES
 from reference import reference_boots
@@ -44,20 +45,32 @@ def rulesets():
     return {engine: RuleSet(BUILTIN_RULES, engine=engine) for engine in available_engines()}
 
 
+ENGINES = ("hyperscan", "python")
+
+
 def test_both_engines_are_installed_for_the_tests():
-    assert set(available_engines()) == {"hyperscan", "python"}
+    assert set(available_engines()) == set(ENGINES)
+
+
+PATHS = [(engine, grep, fork, numpy) for engine in ENGINES for grep in (True, False) for fork in (True, False)
+         for numpy in (True, False)]
+
+
+def parse_by(path, log, rulesets, monkeypatch):
+    """Parse ``log`` one way: scan engine, grep counting, forked child, numpy newlines."""
+    engine, grep, fork, numpy = path
+    monkeypatch.setattr(scan, "NUMPY_MIN_BLOCK", 0 if numpy else 1 << 62)
+    return parsers.parse_source(parsers.Source(str(log)), rulesets[engine], 2026, grep=grep, fork=fork).boots
 
 
 @pytest.mark.parametrize("log", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name[:28]}")
-def test_every_path_gives_the_reference_result(log, rulesets):
+def test_every_path_gives_the_reference_result(log, rulesets, monkeypatch):
     try:
         expected = summary(reference_boots(log, rulesets["python"], 2026))
     except parsers.SourceError:
         pytest.skip("not a vLLM log")  # the SGLang excerpts: refused by every path alike
-    for engine, rules in rulesets.items():
-        for grep in (True, False):
-            got = parsers.parse_source(parsers.Source(str(log)), rules, 2026, grep=grep).boots
-            assert summary(got) == expected, (engine, grep)
+    for path in PATHS:
+        assert summary(parse_by(path, log, rulesets, monkeypatch)) == expected, path
 
 
 def test_tiny_blocks_change_nothing(rulesets, monkeypatch):
@@ -66,12 +79,11 @@ def test_tiny_blocks_change_nothing(rulesets, monkeypatch):
     log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
     expected = summary(parsers.parse_source(parsers.Source(str(log)), rulesets["python"], 2026).boots)
     monkeypatch.setattr(source, "BLOCK_SIZE", 97)  # blocks end mid-line, anchors straddle blocks
-    for rules in rulesets.values():
-        for grep in (True, False):
-            assert summary(parsers.parse_source(parsers.Source(str(log)), rules, 2026, grep=grep).boots) == expected
+    for path in PATHS:
+        assert summary(parse_by(path, log, rulesets, monkeypatch)) == expected, path
 
 
-def test_a_generated_runtime_log_through_every_path(tmp_path, rulesets):
+def test_a_generated_runtime_log_through_every_path(tmp_path, rulesets, monkeypatch):
     import subprocess
     import sys
 
@@ -79,9 +91,8 @@ def test_a_generated_runtime_log_through_every_path(tmp_path, rulesets):
     subprocess.run([sys.executable, str(ROOT / "bench" / "make_runtime_log.py"), str(log), "--mb", "2"], check=True)
     expected = summary(reference_boots(log, rulesets["python"], 2026))
     assert expected[0]["counts"][0] > 1000 and len(expected[0]["runtime"]) > 100
-    for rules in rulesets.values():
-        for grep in (True, False):
-            assert summary(parsers.parse_source(parsers.Source(str(log)), rules, 2026, grep=grep).boots) == expected
+    for path in PATHS:
+        assert summary(parse_by(path, log, rulesets, monkeypatch)) == expected, path
 
 
 def fixture_lines():
@@ -191,3 +202,71 @@ def test_blocks_give_back_every_byte_cut_at_line_ends_and_hash_it(data, block_si
     assert b"".join(blocks) == data
     assert all(b.endswith(b"\n") for b in blocks[:-1])
     assert source.sha256 == hashlib.sha256(data).hexdigest() and source.size == len(data)
+
+
+def _no_children_left() -> bool:
+    import os
+
+    try:
+        os.waitpid(-1, os.WNOHANG)  # a running or unreaped child is still there
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_an_error_in_the_scanning_child_is_raised_here(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_bytes(b"x\n")
+
+    def scan_then_fail():
+        raise ValueError("bad block")
+        yield  # a generator, like LineScanner.scan
+
+    with pytest.raises(ValueError, match="bad block"):
+        list(scan.ChildScan(scan_then_fail, lambda: None, lambda: 0, str(log)))
+    assert _no_children_left()
+
+
+def test_a_child_that_dies_is_one_clear_error(tmp_path):
+    import os
+
+    log = tmp_path / "a.log"
+    log.write_bytes(b"x\n")
+
+    def die():
+        os._exit(3)
+        yield
+
+    with pytest.raises(parsers.SourceError, match="scanning process ended without a result"):
+        list(scan.ChildScan(die, lambda: None, lambda: 0, str(log)))
+    assert _no_children_left()
+
+
+def test_leaving_a_child_scan_early_stops_the_child(rulesets, monkeypatch):
+    monkeypatch.setattr(parsers, "LARGE_FILE_BYTES", 0)
+    log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
+    parse = parsers.Parse(parsers.Source(str(log)), rulesets["hyperscan"], 2026)
+    assert parse.child is not None
+    next(iter(parse.child))
+    parse.close()
+    assert _no_children_left()
+
+
+def test_a_parse_that_never_runs_leaves_no_process(rulesets, monkeypatch):
+    monkeypatch.setattr(parsers, "LARGE_FILE_BYTES", 0)
+    log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
+    parsers.Parse(parsers.Source(str(log)), rulesets["hyperscan"], 2026).close()
+    assert _no_children_left()
+
+
+def test_a_ledger_that_cannot_open_stops_the_early_scan(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    monkeypatch.setattr(parsers, "LARGE_FILE_BYTES", 0)
+    (tmp_path / "file").write_text("not a folder")
+    log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "file" / "ledger.db"), "ingest", str(log)])
+    assert result.exit_code == 1 and result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert _no_children_left()
