@@ -6,6 +6,7 @@ Nothing here parses logs or builds SQL; see ``ledger.ingest``, ``ledger.queries`
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import sys
@@ -154,6 +155,9 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
     failed = 0
     stored_ids: list[str] = []
     with _ledger(db) as ledger:
+        # the modules and the open ledger live until exit: the collector need not walk them
+        # again each time the parse's short-lived objects trigger a full collection
+        gc.freeze()
         for i, path in enumerate(logs):
             progress = _Progress(path) if sys.stderr.isatty() else None
             result = ingest_file(ledger, path, info, rules, year=year, progress=progress,
