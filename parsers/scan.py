@@ -203,15 +203,13 @@ class LineScanner:
         yield base
 
 
-
 class ChildScan:
     """``scan()`` run in a forked child, started at once; iterating yields its items here.
 
     ``scan`` yields hits, then the tail counts (a dict), then the total (an int), as
     ``LineScanner.scan`` does, over ``path`` (a regular file: ``Hit.following`` reads it again
-    here).  After the total,
-    ``result`` holds the child's ``finish()`` (a picklable summary of what it saw), and
-    ``position()`` (bytes read so far, in the child) drives ``progress``.
+    here).  After the total, ``result`` holds the child's ``finish()`` (a picklable summary of
+    what it saw); ``position()`` (bytes read so far, in the child) drives ``progress``.
 
     The child writes batches to an unlinked temporary file and announces each through a pipe,
     so it never waits for this process (which may still be opening the ledger).  An exception
