@@ -197,8 +197,7 @@ class BootAssembler:
         boot = self.current
         if boot is None:
             boot = self._new(self.first_line)
-        starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK] \
-            if len(events) > 1 or events[0].kind == MARKER else ()
+        starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK]
         new = False
         if starts:
             if boot._moved_on:
@@ -208,8 +207,8 @@ class BootAssembler:
                     continue  # the same start-up line again before anything else: one boot
                 if any(_START_RANK[m] >= _START_RANK[ev.rule.marker] for m in boot._starts):
                     new = True
-        single = line.pid is not None and _one_per_boot(line.process)
-        if not new and single:
+        one_per_boot = line.pid is not None and _one_per_boot(line.process)
+        if not new and one_per_boot:
             pid = boot._pids.get(line.process)
             if pid is not None and pid != line.pid and boot._moved_on:
                 new = True
@@ -217,7 +216,7 @@ class BootAssembler:
             closed.append(self._close(boot, line.number - 1))
             boot = self._new(line.number)
             boot.first_offset = line.offset or 0
-        if single:
+        if one_per_boot:
             boot._pids.setdefault(line.process, line.pid)
         return boot
 
