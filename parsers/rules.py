@@ -165,8 +165,6 @@ class RuleSet:
             self._closure[a] = [r for b in ordered if b in a for r in self.anchors[b]]
         self.engine = engine
         self._scanner = None
-        self._anchor_rules: list[list[Rule]] | None = None
-        self._index = {id(r): i for i, r in enumerate(self.rules)}
 
     @property
     def all_anchors(self) -> list[str]:
@@ -224,16 +222,11 @@ class RuleSet:
         the last one (a dict) and the total line count (an int)."""
         return self.read_hits(self.scanner().scan(blocks, count))
 
-    def _by_anchor(self) -> list[list[Rule]]:
-        if self._anchor_rules is None:
-            self._anchor_rules = [self.anchors[a] for a in self.scanner().anchor_texts]
-        return self._anchor_rules
-
     def read_hits(self, hits: Iterable[Any]
                   ) -> Iterator[tuple[Line, list[Event], dict[str, int]] | dict[str, int] | int]:
         """``scan`` for hits found elsewhere (``LineScanner.scan``, here or in a child)."""
-        by_anchor = self._by_anchor()
-        order = self._index
+        by_anchor = [self.anchors[a] for a in self.scanner().anchor_texts]
+        order = {id(r): i for i, r in enumerate(self.rules)}
         for hit in hits:
             if isinstance(hit, (dict, int)):  # the tail counts, then the total
                 yield hit

@@ -122,9 +122,10 @@ class LineScanner:
             raise ValueError(f"unknown scan engine {self.engine!r}")
 
     # -- anchors in one block ------------------------------------------------------------------
-    def _line_starts(self, block: bytes) -> list[tuple[int, set[int]]]:
-        """(start offset, anchor indexes) of the lines in ``block`` that hold event anchors."""
-        lines: dict[int, set[int]] = {}
+    def _event_lines(self, block: bytes) -> list[tuple[int, int, set[int]]]:
+        """(start, end, anchor indexes) of the lines in ``block`` that hold event anchors; ``end``
+        is the offset of the line's newline (or the block's length)."""
+        lines: dict[int, tuple[int, set[int]]] = {}
         if self.engine == "hyperscan":
             found: list[tuple[int, int]] = []
 
@@ -139,18 +140,18 @@ class LineScanner:
                     start = block.rfind(b"\n", 0, to) + 1
                     e = block.find(b"\n", to)
                     end = len(block) if e < 0 else e
-                lines.setdefault(start, set()).add(anchor)
+                lines.setdefault(start, (end, set()))[1].add(anchor)
         else:
             for index, a in enumerate(self.event_anchors):
                 i = block.find(a)
                 while i >= 0:
                     start = block.rfind(b"\n", 0, i) + 1
-                    lines.setdefault(start, set()).add(index)
                     e = block.find(b"\n", i)
+                    lines.setdefault(start, (len(block) if e < 0 else e, set()))[1].add(index)
                     if e < 0:
                         break
                     i = block.find(a, e)
-        return sorted(lines.items())
+        return [(start, end, found) for start, (end, found) in sorted(lines.items())]
 
     def scan(self, blocks: Iterable[bytes], count: bool = True) -> Iterator[Hit | dict[str, int] | int]:
         """Yield a Hit per event line, in order; then the counts after the last event line (a
@@ -162,24 +163,19 @@ class LineScanner:
         anchors = self.count_anchors if count else {}
         no_counts: dict[str, int] = {}
         for block in blocks:
-            hits = self._line_starts(block)
+            hits = self._event_lines(block)
             np = _numpy() if len(block) >= NUMPY_MIN_BLOCK else None
             if np is not None:
-                # one vectorised pass finds every newline; each hit's line number and end are
-                # then a binary search, not a count over the gap before it
+                # one vectorised pass finds every newline; each hit's line number is then a
+                # binary search, not a count over the gap before it
                 newlines = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
-                before = newlines.searchsorted([start for start, _ in hits]).tolist() if hits else []
-                last = len(newlines)
+                before = newlines.searchsorted([start for start, _, _ in hits]).tolist() if hits else []
             pos = 0
             line_no = base
-            for k, (start, found) in enumerate(hits):
+            for k, (start, end, found) in enumerate(hits):
                 if np is not None:
-                    i = before[k]
-                    end = int(newlines[i]) if i < last else len(block)
-                    number = base + i + 1
+                    number = base + before[k] + 1
                 else:
-                    end = block.find(b"\n", start)
-                    end = len(block) if end < 0 else end
                     # each newline of the block is counted once: gap by gap, then the rest
                     line_no += block.count(b"\n", pos, start)
                     number = line_no + 1
@@ -195,7 +191,7 @@ class LineScanner:
             # the rest of the block: counts carry over to the next hit (or the end)
             for anchor, kind in anchors.items():
                 pending[kind] += count_lines(block, anchor, pos)
-            base = base + last if np is not None else line_no + block.count(b"\n", pos)
+            base = base + len(newlines) if np is not None else line_no + block.count(b"\n", pos)
             if block and not block.endswith(b"\n"):
                 base += 1
             offset += len(block)
