@@ -262,8 +262,9 @@ class Parse:
                 continue
             if counting_here:
                 assembler.add_counts(counts)
-            for boot in assembler.feed(line, events):
-                if emit:
+            closed = assembler.feed(line, events) if events is not None else assembler.feed_runtime(line)
+            if closed and emit:
+                for boot in closed:
                     emit(boot)
         if self.child is not None:
             state["vllm"], source.sha256, source.size = self.child.result

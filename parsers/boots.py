@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .lines import Line
-from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Event
+from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Event, FastRuntime
 from .units import Quantity
 from .vocabulary import FACTS, F, O, P, S, SHAPE_DEFAULTS, summarize
 
@@ -181,43 +181,57 @@ class BootAssembler:
         closed: list[Boot] = []
         if not events:
             return closed
-        boot = self._boot_for(line, events, closed)
-        boot._digest.update(line.raw.encode("utf-8", "surrogatepass"))
-        boot._digest.update(b"\n")
-        if line.timestamp:
-            stamp = (line.timestamp, line.year)
-            boot._first_ts = boot._first_ts or stamp
-            boot._last_ts = stamp
+        starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK]
+        boot = self._boot_for(line.number, line.offset, line.process, line.pid, line.message, starts, closed)
+        self._seen(boot, line.raw.encode("utf-8", "surrogatepass"), line.timestamp, line.year)
         for ev in events:
             handler = _HANDLERS[ev.kind]
             handler(self, boot, ev)
         return closed
 
-    def _boot_for(self, line: Line, events: list[Event], closed: list[Boot]) -> Boot:
+    def feed_runtime(self, record: FastRuntime) -> list[Boot]:
+        """``feed`` for a line whose one event is a runtime record read in one match (most lines
+        of a served log): the same result, without a Line or an Event."""
+        closed: list[Boot] = []
+        boot = self._boot_for(record.number, record.offset, record.process, record.pid, None, (), closed)
+        self._seen(boot, record.raw, record.timestamp, None)
+        self._runtime(boot, record.number, record.timestamp, None, record.data)
+        return closed
+
+    def _seen(self, boot: Boot, raw: bytes, timestamp: str | None, year: int | None) -> None:
+        """An event line of the boot: part of its identity, and of its time span."""
+        boot._digest.update(raw)
+        boot._digest.update(b"\n")
+        if timestamp:
+            stamp = (timestamp, year)
+            boot._first_ts = boot._first_ts or stamp
+            boot._last_ts = stamp
+
+    def _boot_for(self, number: int, offset: int | None, process: str | None, pid: int | None,
+                  message: str | None, starts: list[Event] | tuple[()], closed: list[Boot]) -> Boot:
         boot = self.current
         if boot is None:
             boot = self._new(self.first_line)
-        starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK]
         new = False
         if starts:
             if boot._moved_on:
                 new = True  # figures, failures or progress came since this boot's start-up
             for ev in starts:
-                if boot._starts.get(ev.rule.marker) == line.message:
+                if boot._starts.get(ev.rule.marker) == message:
                     continue  # the same start-up line again before anything else: one boot
                 if any(_START_RANK[m] >= _START_RANK[ev.rule.marker] for m in boot._starts):
                     new = True
-        one_per_boot = line.pid is not None and _one_per_boot(line.process)
+        one_per_boot = pid is not None and _one_per_boot(process)
         if not new and one_per_boot:
-            pid = boot._pids.get(line.process)
-            if pid is not None and pid != line.pid and boot._moved_on:
+            known = boot._pids.get(process)
+            if known is not None and known != pid and boot._moved_on:
                 new = True
         if new:
-            closed.append(self._close(boot, line.number - 1))
-            boot = self._new(line.number)
-            boot.first_offset = line.offset or 0
+            closed.append(self._close(boot, number - 1))
+            boot = self._new(number)
+            boot.first_offset = offset or 0
         if one_per_boot:
-            boot._pids.setdefault(line.process, line.pid)
+            boot._pids.setdefault(process, pid)
         return boot
 
     def _new(self, first_line: int) -> Boot:
@@ -273,18 +287,18 @@ class BootAssembler:
             if boot._progress is None or _PROGRESS.index(marker) > _PROGRESS.index(boot._progress):
                 boot._progress = marker
         elif marker == "ready":
-            self._ready(boot, ev.line)
+            self._ready(boot, ev.line.number, ev.line.timestamp, ev.line.year)
         elif marker == "serving":  # a line that tells requests were being served
             if ev.rule.implies_up and boot._up_line is None:
                 boot._up_line = ev.line.number
-            self._ready(boot, ev.line)
+            self._ready(boot, ev.line.number, ev.line.timestamp, ev.line.year)
 
-    def _ready(self, boot: Boot, line: Line) -> None:
+    def _ready(self, boot: Boot, number: int, timestamp: str | None, year: int | None) -> None:
         boot._moved_on = True
         if boot.ready_line is None:
-            boot.ready_line = line.number
-            if line.timestamp:
-                boot._ready_ts = (line.timestamp, line.year)
+            boot.ready_line = number
+            if timestamp:
+                boot._ready_ts = (timestamp, year)
 
     def _on_hint(self, boot: Boot, ev: Event) -> None:
         boot._hints.append((ev.line.number, ev.rule.phase, ev.line.process))
@@ -319,21 +333,23 @@ class BootAssembler:
         boot.failures.append(failure)
 
     def _on_runtime(self, boot: Boot, ev: Event) -> None:
-        d = ev.data
+        self._runtime(boot, ev.line.number, ev.line.timestamp, ev.line.year, ev.data)
+
+    def _runtime(self, boot: Boot, number: int, timestamp: str | None, year: int | None, d: dict[str, Any]) -> None:
         if d["kind"] == "engine_stats_extra":  # V0's separate prefix-hit line follows the stats line
             last = boot._last_stats
-            if last is not None and ev.line.number - last.line <= _MERGE_WINDOW:
+            if last is not None and number - last.line <= _MERGE_WINDOW:
                 last.values.update(d["values"])
             return
         # the values dict is the event's own (made per line), so the sample may keep it
-        sample = RuntimeSample(d["kind"], ev.line.number, ev.line.timestamp, d["engine"], d["values"])
+        sample = RuntimeSample(d["kind"], number, timestamp, d["engine"], d["values"])
         boot.samples[sample.kind] = boot.samples.get(sample.kind, 0) + 1
         self._flush_stats(boot)
         if sample.kind == "engine_stats":
             boot._last_stats = sample  # held back one line: V0 may add its prefix-hit line
         else:
             self._emit(boot, sample)
-        self._ready(boot, ev.line)
+        self._ready(boot, number, timestamp, year)
 
     def _flush_stats(self, boot: Boot) -> None:
         if boot._last_stats is not None:
@@ -353,7 +369,7 @@ class BootAssembler:
             boot.request_lines += 1
         if ev.rule.implies_up and boot._up_line is None:
             boot._up_line = ev.line.number
-        self._ready(boot, ev.line)
+        self._ready(boot, ev.line.number, ev.line.timestamp, ev.line.year)
 
     # -- closing --------------------------------------------------------------------------------
     def _close(self, boot: Boot, last_line: int) -> Boot:

@@ -155,33 +155,44 @@ VLLM_LINE_SEARCH = re.compile(_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? 
 
 
 # The shape nearly every line of a served log has, "(APIServer pid=1) INFO 10-01 09:00:10
-# [loggers.py:271] Engine 000: …" (or the same without the process prefix), read with one match
-# on the raw bytes.  Only lines on which parse_line has nothing else to do qualify: ASCII, no
-# colour, no wrapper, no Ray suffix, no fractional seconds, nothing to strip at either end.
-# Tests hold fast_line to parse_line on every fixture line.
-_PLAIN = re.compile(
-    rb"(?:\(([A-Za-z_]\w*) pid=(\d+)\) )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
-    rb"(\d\d-\d\d \d\d:\d\d:\d\d) \[([^\s:\[\]]+):\d+\] (?=[!-~])"
+# [loggers.py:271] Engine 000: …" (or the same without the process prefix), read with one match.
+# Only lines on which parse_line has nothing else to do qualify: ASCII, no colour, no wrapper, no
+# Ray suffix, no fractional seconds, nothing to strip at either end (``plain_candidate``).  Groups:
+# process, pid, level, timestamp, file; the message starts where the match ends.  Rules with a
+# ``FastShape`` append their message pattern to it, so a served log's stats line is read — line
+# model and figures — in one match.  Tests hold all of it to parse_line on every fixture line.
+PLAIN_SHAPE = (
+    r"(?:\(([A-Za-z_]\w*) pid=(\d+)\) )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"(\d\d-\d\d \d\d:\d\d:\d\d) \[([^\s:\[\]]+):\d+\] (?=[!-~])"
 )
+PLAIN_GROUPS = 5
+_PLAIN = re.compile(PLAIN_SHAPE)
 _RANKS: dict[str, int | None] = {}
+
+
+def plain_candidate(raw: bytes) -> bool:
+    """Whether a raw line may be in the plain shape: what ``PLAIN_SHAPE`` cannot tell by itself."""
+    return bool(raw) and raw[-1] > 32 and raw.isascii() and b"\x1b" not in raw and b"^[" not in raw \
+        and not raw.endswith(b"cluster]")
+
+
+def plain_line(number: int, text: str, m: re.Match[str], message_start: int) -> Line:
+    """The Line of ``text``, matched by a pattern that starts with ``PLAIN_SHAPE``."""
+    proc, pid, level, ts, source_file = m.group(1, 2, 3, 4, 5)
+    if proc is None:
+        return Line(number, text, text[message_start:], None, None, None, level, ts, None, source_file)
+    rank = _RANKS.get(proc, -1)
+    if rank == -1:
+        rank = _RANKS[proc] = rank_of(proc)
+    return Line(number, text, text[message_start:], proc, int(pid), rank, level, ts, None, source_file)
 
 
 def fast_line(number: int, raw: bytes) -> Line | None:
     """The Line parse_line would build, for a line in vLLM's plain shape; None for any other."""
-    if not raw or raw[-1] <= 32 or not raw.isascii() or b"\x1b" in raw or b"^[" in raw \
-            or raw.endswith(b"cluster]"):
-        return None
-    m = _PLAIN.match(raw)
-    if m is None:
+    if not plain_candidate(raw):
         return None
     text = raw.decode("ascii")
-    proc, pid, level, ts, source_file = m.groups()
-    if proc is None:
-        return Line(number, text, text[m.end():], None, None, None, level.decode(), ts.decode(), None,
-                    source_file.decode())
-    process = proc.decode()
-    rank = _RANKS.get(process, -1)
-    if rank == -1:
-        rank = _RANKS[process] = rank_of(process)
-    return Line(number, text, text[m.end():], process, int(pid), rank, level.decode(), ts.decode(), None,
-                source_file.decode())
+    m = _PLAIN.match(text)
+    if m is None:
+        return None
+    return plain_line(number, text, m, m.end())

@@ -16,7 +16,7 @@ from typing import Any
 import parse as parselib
 
 from . import units
-from .lines import Line, fast_line, parse_line
+from .lines import PLAIN_GROUPS, PLAIN_SHAPE, Line, fast_line, parse_line, plain_candidate
 
 # What an event is about; the boot assembler dispatches on this.
 FACT, SHAPE, FAILURE, RUNTIME, MARKER, HINT, META, COUNT = (
@@ -32,6 +32,37 @@ class Event:
     text: str  # the evidence: the physical line(s) the event was read from
     data: dict[str, Any]
     rule: "Rule"
+
+
+@dataclass(frozen=True)
+class FastShape:
+    """The one exact shape of a runtime record that a served log holds by the million: a regex for
+    the whole message with one group per field, and per field its name (a series, or
+    ``"engine"``) and the conversion of the printed text.  A record in any other shape takes the
+    rule's general extractor; tests hold both to the same result."""
+
+    kind: str  # the runtime sample kind ("engine_stats", "spec_decode")
+    pattern: str
+    fields: tuple[tuple[str, Callable[[str], Any]], ...]
+
+    def data(self, groups: tuple[str, ...]) -> dict[str, Any]:
+        """The event data the general extractor gives for the record."""
+        values = {name: convert(text) for (name, convert), text in zip(self.fields, groups)}
+        return {"kind": self.kind, "engine": values.pop("engine", None), "values": values}
+
+
+@dataclass(slots=True)
+class FastRuntime:
+    """A runtime record in a line of vLLM's plain shape, read in one match (``Rule.fast_runtime``):
+    what ``BootAssembler.feed_runtime`` needs, without a Line or an Event."""
+
+    number: int
+    offset: int | None
+    raw: bytes
+    process: str | None
+    pid: int | None
+    timestamp: str
+    data: dict[str, Any]
 
 
 @dataclass
@@ -58,12 +89,15 @@ class Rule:
     rank_from_prefix: bool = True
     pack: str | None = None
     samples: tuple[str, ...] = ()
-    # fast(record) -> data for a record in one exact, common shape, else None (then ``extract``
-    # runs); a shortcut for the lines a served log holds by the million, held to ``extract``
-    fast: Callable[[str], dict[str, Any] | None] | None = None
+    fast: FastShape | None = None
     _compiled: Any = field(default=None, repr=False)
+    _fast: Any = field(default=None, repr=False)  # FastShape.pattern, compiled
+    _fast_line: Any = field(default=None, repr=False)  # PLAIN_SHAPE + FastShape.pattern, compiled
 
     def compile(self) -> None:
+        if self.fast is not None:
+            self._fast = re.compile(self.fast.pattern)
+            self._fast_line = re.compile(PLAIN_SHAPE + self.fast.pattern)
         if self.pattern is None:
             self._compiled = None
         elif self.syntax == "parse":
@@ -82,11 +116,31 @@ class Rule:
             return self._compiled.parse(message) or self._compiled.search(message)
         return self._compiled.search(message)
 
+    def fast_data(self, record: str) -> dict[str, Any] | None:
+        """The event data of a record in the rule's FastShape; None for any other record."""
+        if self._fast is None:
+            if self.fast is None:
+                return None
+            self.compile()
+        m = self._fast.fullmatch(record)
+        return None if m is None else self.fast.data(m.groups())
+
+    def fast_runtime(self, number: int, offset: int | None, raw: bytes) -> FastRuntime | None:
+        """A raw line in vLLM's plain shape holding a record in the rule's FastShape, read in one
+        match (what ``parse_line`` and ``events`` give for it); None for any other line."""
+        if self._fast_line is None or not plain_candidate(raw):
+            return None
+        m = self._fast_line.fullmatch(raw.decode("ascii"))
+        if m is None:
+            return None
+        process, pid, _level, timestamp, _file = m.groups()[:PLAIN_GROUPS]
+        return FastRuntime(number, offset, raw, process, None if pid is None else int(pid), timestamp,
+                           self.fast.data(m.groups()[PLAIN_GROUPS:]))
+
     def events(self, line: Line, record: str, text: str) -> list[Event]:
-        if self.fast is not None:
-            data = self.fast(record)
-            if data is not None:
-                return [Event(self.emits, line, text, data, self)]
+        data = self.fast_data(record) if self.fast is not None else None
+        if data is not None:
+            return [Event(self.emits, line, text, data, self)]
         m = self.search(record)
         if not m:
             return []
@@ -137,6 +191,7 @@ def _shape_value(printed: str) -> Any:
 
 
 _CUT_END = re.compile(r"[\w,(]$")
+ScanItem = tuple[Line, list[Event], dict[str, int]] | tuple[FastRuntime, None, dict[str, int]] | dict[str, int] | int
 
 
 class RuleSet:
@@ -215,22 +270,32 @@ class RuleSet:
             events.extend(rule.events(line, record, text))
         return events
 
-    def scan(self, blocks: Iterable[bytes], count: bool = True
-             ) -> Iterator[tuple[Line, list[Event], dict[str, int]] | dict[str, int] | int]:
+    def scan(self, blocks: Iterable[bytes], count: bool = True) -> Iterator[ScanItem]:
         """Yield ``(line, events, counts)`` for each line that holds an event anchor — counts
         are the count-anchor occurrences since the previous such line — then the counts after
-        the last one (a dict) and the total line count (an int)."""
+        the last one (a dict) and the total line count (an int).  A runtime record read in one
+        match comes as ``(FastRuntime, None, counts)``."""
         return self.read_hits(self.scanner().scan(blocks, count))
 
-    def read_hits(self, hits: Iterable[Any]
-                  ) -> Iterator[tuple[Line, list[Event], dict[str, int]] | dict[str, int] | int]:
+    def read_hits(self, hits: Iterable[Any]) -> Iterator[ScanItem]:
         """``scan`` for hits found elsewhere (``LineScanner.scan``, here or in a child)."""
         by_anchor = [self.anchors[a] for a in self.scanner().anchor_texts]
         order = {id(r): i for i, r in enumerate(self.rules)}
+        # an anchor only one rule keys on, and that rule has a FastShape (the stats lines): a line
+        # holding it alone is read in one match when it is in the plain shape
+        shortcut = [rules[0] if len(rules) == 1 and rules[0]._fast_line is not None and not rules[0].wraps
+                    else None for rules in by_anchor]
         for hit in hits:
             if isinstance(hit, (dict, int)):  # the tail counts, then the total
                 yield hit
                 continue
+            if len(hit.anchors) == 1:
+                rule = shortcut[next(iter(hit.anchors))]
+                if rule is not None:
+                    record = rule.fast_runtime(hit.number, hit.offset, hit.raw)
+                    if record is not None:
+                        yield record, None, hit.counts
+                        continue
             # most lines of a served log are in vLLM's plain shape: read without the general model
             line = fast_line(hit.number, hit.raw) or parse_line(hit.number, hit.raw.decode("utf-8", errors="replace"))
             line.offset = hit.offset

@@ -14,7 +14,7 @@ from typing import Any
 from . import units
 from .dumps import parse_dict_repr, parse_keyvalue_repr
 from .lines import Line
-from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Rule
+from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, FastShape, Rule
 from .vocabulary import F, G, K, P, R, S
 
 NUM = r"\d[\d,]*"  # an integer, maybe with thousands separators ("1,350,182")
@@ -496,58 +496,44 @@ def _spec_v0(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
     return {"kind": "spec_decode", "engine": None, "values": values}
 
 
-# Shortcuts for the two lines a served V1 log is mostly made of, in the exact shape 0.8.3+
-# prints them: one fullmatch instead of splitting "key: value" parts.  Any other shape (optional
-# parts, damaged figures, V0) returns None and takes the general extractor; tests hold both to
-# the same result.
+# Fast shapes of the two lines a served V1 log is mostly made of, exactly as 0.8.3+ prints them:
+# one fullmatch instead of splitting "key: value" parts.  Any other shape (optional parts,
+# damaged figures, V0) takes the general extractor; tests hold both to the same result.
 # "Engine %03d: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s,
 #  Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%"
-_FAST_STATS = re.compile(
+_FAST_STATS = FastShape(
+    "engine_stats",
     r"Engine (\d+): Avg prompt throughput: (\d+\.\d) tokens/s, Avg generation throughput: (\d+\.\d) tokens/s, "
-    r"Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: (\d+\.\d)%, Prefix cache hit rate: (\d+\.\d)%"
+    r"Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: (\d+\.\d)%, Prefix cache hit rate: (\d+\.\d)%",
+    (("engine", int), (R.prompt_throughput_tps, float), (R.generation_throughput_tps, float), (R.running_reqs, int),
+     (R.waiting_reqs, int), (R.gpu_kv_cache_usage_pct, float), (R.prefix_cache_hit_rate_pct, float)),
 )
 
 
-def _stats_fast(record: str) -> dict[str, Any] | None:
-    m = _FAST_STATS.fullmatch(record)
-    if m is None:
-        return None
-    e, p, g, r, w, u, h = m.groups()
-    return {"kind": "engine_stats", "engine": int(e), "values": {
-        R.prompt_throughput_tps: float(p), R.generation_throughput_tps: float(g), R.running_reqs: int(r),
-        R.waiting_reqs: int(w), R.gpu_kv_cache_usage_pct: float(u), R.prefix_cache_hit_rate_pct: float(h),
-    }}
+def _rates(printed: str) -> list[float]:
+    return [float(x) for x in printed.split(", ")]
 
 
 # "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s,
 #  Drafted throughput: %.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens,
 #  Per-position acceptance rate: %s, Avg Draft acceptance rate: %.1f%%"
-_FAST_SPEC = re.compile(
+_FAST_SPEC = FastShape(
+    "spec_decode",
     r"SpecDecoding metrics: Mean acceptance length: (\d+\.\d+), Accepted throughput: \d+\.\d+ tokens/s, "
     r"Drafted throughput: \d+\.\d+ tokens/s, Accepted: (\d+) tokens, Drafted: (\d+) tokens, "
-    r"Per-position acceptance rate: (\d\.\d+(?:, \d\.\d+)*), Avg Draft acceptance rate: (\d+\.\d)%"
+    r"Per-position acceptance rate: (\d\.\d+(?:, \d\.\d+)*), Avg Draft acceptance rate: (\d+\.\d)%",
+    ((R.spec_mean_acceptance_length, float), (R.spec_accepted_tokens, int), (R.spec_drafted_tokens, int),
+     (R.spec_per_position_acceptance, _rates), (R.spec_draft_acceptance_rate_pct, float)),
 )
-
-
-def _spec_fast(record: str) -> dict[str, Any] | None:
-    m = _FAST_SPEC.fullmatch(record)
-    if m is None:
-        return None
-    mean, acc, draft, per_position, rate = m.groups()
-    return {"kind": "spec_decode", "engine": None, "values": {
-        R.spec_mean_acceptance_length: float(mean), R.spec_accepted_tokens: int(acc),
-        R.spec_drafted_tokens: int(draft), R.spec_draft_acceptance_rate_pct: float(rate),
-        R.spec_per_position_acceptance: [float(x) for x in per_position.split(", ")],
-    }}
 
 
 RUNTIME_RULES = [
     Rule("engine_stats", "Avg prompt throughput: ", RUNTIME, r"Avg prompt throughput: ", extract=_stats,
-         fast=_stats_fast),
+         fast=_FAST_STATS),
     Rule("v0_prefix_hit", "Prefix cache hit rate: GPU: ", RUNTIME,
          r"^Prefix cache hit rate: GPU: (?P<g>[\d.]+)%", extract=_v0_prefix),
     Rule("spec_decode_v1", "SpecDecoding metrics: ", RUNTIME, r"SpecDecoding metrics: ", extract=_spec_v1,
-         fast=_spec_fast),
+         fast=_FAST_SPEC),
     Rule("spec_decode_v0", "Speculative metrics: ", RUNTIME, r"Speculative metrics: ", extract=_spec_v0),
     # Counted, not stored: every occurrence of these anchors in the boot.  uvicorn's access line
     # '172.18.0.1:50504 - "POST /v1/chat/completions HTTP/1.1" 200 OK'; the request log's

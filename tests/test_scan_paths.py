@@ -137,7 +137,7 @@ def test_the_fast_extractor_agrees_with_the_general_one_on_every_fixture_line(na
         if rule.anchor.encode() not in raw:
             continue
         line = parsers.parse_line(number, raw.decode("utf-8", errors="replace"))
-        data = rule.fast(line.message)
+        data = rule.fast_data(line.message)
         if data is not None:
             taken += 1
             (event,) = _general(rule).events(line, line.message, line.raw)
@@ -158,7 +158,7 @@ def test_the_fast_extractor_agrees_with_the_general_one_on_every_fixture_line(na
 def test_the_fast_extractors_agree_with_the_general_ones(raw, rulesets):
     line = parsers.parse_line(5, raw)
     (rule,) = [r for r in rulesets["python"].rules if r.anchor in raw and r.fast is not None]
-    data = rule.fast(line.message)
+    data = rule.fast_data(line.message)
     assert data is not None
     (event,) = _general(rule).events(line, line.message, line.raw)
     assert data == event.data
@@ -175,10 +175,58 @@ def test_the_fast_extractors_agree_with_the_general_ones(raw, rulesets):
 ])
 def test_the_fast_extractors_decline_other_shapes(message, rulesets):
     (rule,) = [r for r in rulesets["python"].rules if r.fast is not None and r.anchor in message]
-    assert rule.fast(message) is None
+    assert rule.fast_data(message) is None
     line = parsers.parse_line(1, "INFO 05-04 01:06:53 [loggers.py:271] " + message)
     (event,) = rule.events(line, line.message, line.raw)  # the general extractor reads it
     assert event.data["values"]
+
+
+def _as_general(rule, number, raw):
+    """What a record read in one match must equal: the line model's fields and the general
+    extractor's data."""
+    line = parsers.parse_line(number, raw.decode("utf-8", errors="replace"))
+    (event,) = _general(rule).events(line, line.message, line.raw)
+    return (line.number, line.raw.encode(), line.process, line.pid, line.timestamp, line.year, event.data)
+
+
+def _as_read(record):
+    return (record.number, record.raw, record.process, record.pid, record.timestamp, None, record.data)
+
+
+@pytest.mark.parametrize("name", ["engine_stats", "spec_decode_v1"])
+def test_line_and_figures_in_one_match_agree_with_the_general_path_on_every_fixture_line(name, rulesets):
+    (rule,) = [r for r in rulesets["python"].rules if r.name == name]
+    taken = 0
+    for number, raw in fixture_lines():
+        if rule.anchor.encode() not in raw:
+            continue
+        record = rule.fast_runtime(number, 0, raw)
+        if record is not None:
+            taken += 1
+            assert _as_read(record) == _as_general(rule, number, raw), raw
+    assert taken >= 2
+
+
+STATS_MESSAGE = (b"Engine 000: Avg prompt throughput: 5123.4 tokens/s, Avg generation throughput: 88.1 tokens/s, "
+                 b"Running: 7 reqs, Waiting: 1 reqs, GPU KV cache usage: 43.2%, Prefix cache hit rate: 12.5%")
+
+
+@given(st.sampled_from([b"", b"(APIServer pid=1) ", b"(EngineCore_DP0 pid=43) ", b"qwen3-1  | ", b"\x1b[32m",
+                        b"(Worker_TP1 pid=147) ", b"  ", b"2026-01-02T03:04:05Z "]),
+       st.sampled_from([b"INFO", b"WARNING", b"INF"]),
+       st.sampled_from([b"10-01 09:00:10", b"10-01 09:00:10.123"]),
+       st.sampled_from([b"[loggers.py:271] ", b"loggers.py:271] ", b"[loggers.py:271]  "]),
+       st.sampled_from([STATS_MESSAGE, STATS_MESSAGE.replace(b"5123.4", b"5123.45"),
+                        STATS_MESSAGE.replace(b"Waiting: 1 reqs, ", b"Waiting: 1 reqs, Preemptions: 0, "),
+                        STATS_MESSAGE + b" (x)", STATS_MESSAGE.replace(b"000", b"\xd9\xa3")]),
+       st.sampled_from([b"", b"\r", b" ", b"\x1c", b" [repeated 3x across cluster]"]))
+def test_line_and_figures_in_one_match_agree_with_the_general_path_or_decline(prefix, level, stamp, where,
+                                                                             message, end):
+    (rule,) = [r for r in BUILTIN_RULES if r.name == "engine_stats"]
+    raw = prefix + level + b" " + stamp + b" " + where + message + end
+    record = rule.fast_runtime(9, 0, raw)
+    if record is not None:
+        assert _as_read(record) == _as_general(rule, 9, raw)
 
 
 def test_fast_line_declines_bytes_that_are_not_ascii():
