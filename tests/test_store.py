@@ -41,6 +41,41 @@ def test_a_new_file_is_created_migrated_and_in_wal_mode(tmp_path):
     con.close()
 
 
+def _schema(path) -> list[tuple]:
+    con = sqlite3.connect(path)
+    rows = con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+    rows.append(con.execute("SELECT version_num FROM alembic_version").fetchone())
+    con.close()
+    return rows
+
+
+def test_a_new_ledger_from_the_template_is_what_the_migrations_build(tmp_path):
+    """New SQLite ledgers are built from migrations/head_sqlite.sql, not by running each
+    migration; after a new migration, `python -m ledger.store` writes the file again."""
+    from alembic import command
+    from sqlalchemy import create_engine
+
+    from ledger.store import _alembic_config
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'migrated.db'}")
+    with engine.begin() as conn:
+        command.upgrade(_alembic_config(conn), "head")
+    engine.dispose()
+    open_ledger(str(tmp_path / "new.db")).dispose()
+    assert _schema(tmp_path / "new.db") == _schema(tmp_path / "migrated.db")
+
+
+def test_a_new_ledger_does_not_import_alembic(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from ledger.store import open_ledger; open_ledger(sys.argv[1]).dispose(); "
+            "print('alembic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "l.db")], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_foreign_keys_and_busy_timeout_are_on(tmp_path):
     ledger = open_ledger(str(tmp_path / "l.db"))
     with ledger.engine.connect() as conn:
