@@ -47,11 +47,11 @@ def ingest_file(ledger: Ledger, path: str, info: DeployInfo, rules: RuleSet | No
     source = started.source if started is not None else parsers.Source(path)
     spools: dict[int, SampleSpool] = {}
 
-    def sink(boot: parsers.Boot, sample: parsers.RuntimeSample) -> None:
+    def sink(boot: parsers.Boot, samples: list[parsers.RuntimeSample]) -> None:
         spool = spools.get(id(boot))
         if spool is None:
             spool = spools[id(boot)] = SampleSpool()
-        spool.add(sample)
+        spool.add(samples)
 
     def on_boot(boot: parsers.Boot) -> None:
         bid = store_boot(ledger, boot, source.display, source.sha256 or None, info, spools.pop(id(boot), None))

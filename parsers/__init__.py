@@ -15,9 +15,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .boots import Boot, BootAssembler, Failure, Fact, RuntimeSample, ShapeValue
+from .boots import Boot, BootAssembler, Failure, Fact, ShapeValue
 from .lines import VLLM_LINE_SEARCH, Line, parse_line
-from .rules import Event, Rule, RuleSet
+from .rules import Event, Rule, RuleSet, RuntimeRun, RuntimeSample
 from .scan import ChildScan
 from .source import Source, SourceError, looks_binary
 from .vllm import BUILTIN_RULES
@@ -199,7 +199,7 @@ class Parse:
         if self.in_child:
             self.child = ChildScan(lambda: rules.scanner().scan(self._blocks(), count=self.counting_here),
                                    finish=lambda: (state["vllm"], source.sha256, source.size),
-                                   position=lambda: source.size, path=source.path)
+                                   position=lambda: source.size, path=source.path, refine=rules.runs)
 
     def _blocks(self) -> Iterator[bytes]:
         state, source = self.state, self.source
@@ -221,17 +221,18 @@ class Parse:
             self.external.stop()
 
     def run(self, on_boot: Callable[[Boot], None] | None = None,
-            runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None,
+            runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None,
             progress: Callable[[int], None] | None = None) -> ParseResult:
         """``on_boot(boot)`` is called as each boot completes (streaming); ``runtime_sink(boot,
-        sample)`` receives runtime samples instead of the boot keeping them."""
+        samples)`` receives runtime samples (a list at a time, in line order) instead of the boot
+        keeping them."""
         try:
             return self._run(on_boot, runtime_sink, progress)
         finally:
             self.close()
 
     def _run(self, on_boot: Callable[[Boot], None] | None,
-             runtime_sink: Callable[[Boot, RuntimeSample], None] | None,
+             runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None,
              progress: Callable[[int], None] | None) -> ParseResult:
         source, rules, state, counting_here = self.source, self.rules, self.state, self.counting_here
         self.progress = progress
@@ -242,7 +243,7 @@ class Parse:
         header_set = False
         if self.child is not None:
             self.child.progress = progress
-            items = rules.read_hits(self.child)
+            items = rules.read_hits(rules.runs(self.child))
         else:
             items = rules.scan(self._blocks(), count=counting_here)
         for item in items:
@@ -257,12 +258,19 @@ class Parse:
                 header_set = True
                 if counting_here and state["header_counts"]:
                     assembler.add_counts({k: -n for k, n in state["header_counts"].items()})
-            line, events, counts = item
-            if line.number <= state["header"]:
-                continue
-            if counting_here:
-                assembler.add_counts(counts)
-            closed = assembler.feed(line, events) if events is not None else assembler.feed_runtime(line)
+            if type(item) is RuntimeRun:
+                if counting_here:
+                    assembler.add_counts(item.counts)
+                closed = assembler.feed_run(item)
+                if counting_here:
+                    assembler.add_counts(item.within)
+            else:
+                line, events, counts = item
+                if line.number <= state["header"]:
+                    continue
+                if counting_here:
+                    assembler.add_counts(counts)
+                closed = assembler.feed(line, events)
             if closed and emit:
                 for boot in closed:
                     emit(boot)
@@ -301,7 +309,7 @@ class Parse:
 
 def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,
                  on_boot: Callable[[Boot], None] | None = None,
-                 runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None,
+                 runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None,
                  progress: Callable[[int], None] | None = None, grep: bool = True,
                  fork: bool = True) -> ParseResult:
     """Scan a source (``Parse`` in one go)."""

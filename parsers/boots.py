@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .lines import Line
-from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Event, FastRuntime
+from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Event, RuntimeRun, RuntimeSample
 from .units import Quantity
 from .vocabulary import FACTS, F, O, P, S, SHAPE_DEFAULTS, summarize
 
@@ -77,13 +78,6 @@ class ShapeValue:
     pack: str | None = None
 
 
-@dataclass(slots=True)
-class RuntimeSample:
-    kind: str  # "engine_stats" | "spec_decode"
-    line: int
-    timestamp: str | None
-    engine: int | None
-    values: dict[str, Any]
 
 
 @dataclass
@@ -150,12 +144,13 @@ class BootAssembler:
     """Feed ``(line, events)`` in line order; ``finish()`` returns the boots."""
 
     def __init__(self, first_line: int = 1, default_year: int | None = None,
-                 runtime_sink: Callable[[Boot, RuntimeSample], None] | None = None):
+                 runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None):
         self.boots: list[Boot] = []
         self.current: Boot | None = None
         self.first_line = first_line
         self.default_year = default_year
-        # with a sink, runtime samples leave as they come instead of piling up in the boot
+        # with a sink, runtime samples leave as they come (in line order, a list at a time)
+        # instead of piling up in the boot
         self.runtime_sink = runtime_sink
         self._pending_counts: dict[str, int] = {}
         self.defer_counts = False  # counts arrive after the scan (external counter)
@@ -189,13 +184,30 @@ class BootAssembler:
             handler(self, boot, ev)
         return closed
 
-    def feed_runtime(self, record: FastRuntime) -> list[Boot]:
-        """``feed`` for a line whose one event is a runtime record read in one match (most lines
-        of a served log): the same result, without a Line or an Event."""
+    def feed_run(self, run: RuntimeRun) -> list[Boot]:
+        """``feed`` for each line of a run of runtime records (most lines of a served log), at
+        once: the same result, without a Line or an Event per line.  The run's lines share a
+        process, so only its first line can start a boot."""
         closed: list[Boot] = []
-        boot = self._boot_for(record.number, record.offset, record.process, record.pid, None, (), closed)
-        self._seen(boot, record.raw, record.timestamp, None)
-        self._runtime(boot, record.number, record.timestamp, None, record.data)
+        boot = self._boot_for(run.number, run.offset, run.process, run.pid, None, (), closed)
+        boot._digest.update(b"\n".join(run.lines))
+        boot._digest.update(b"\n")
+        samples = run.samples
+        first = samples[0]
+        boot._first_ts = boot._first_ts or (first.timestamp, None)
+        boot._last_ts = (samples[-1].timestamp, None)
+        for kind, n in Counter(s.kind for s in samples).items():
+            boot.samples[kind] = boot.samples.get(kind, 0) + n
+        # as _add_sample one at a time: each sample lets the held-back stats sample go, and a
+        # stats sample is held back in turn
+        out = samples if boot._last_stats is None else [boot._last_stats, *samples]
+        if samples[-1].kind == "engine_stats":
+            boot._last_stats, out = out[-1], out[:-1]
+        else:
+            boot._last_stats = None
+        if out:
+            self._emit(boot, out)
+        self._ready(boot, first.line, first.timestamp, None)
         return closed
 
     def _seen(self, boot: Boot, raw: bytes, timestamp: str | None, year: int | None) -> None:
@@ -342,25 +354,27 @@ class BootAssembler:
                 last.values.update(d["values"])
             return
         # the values dict is the event's own (made per line), so the sample may keep it
-        sample = RuntimeSample(d["kind"], number, timestamp, d["engine"], d["values"])
+        self._add_sample(boot, RuntimeSample(d["kind"], number, timestamp, d["engine"], d["values"]))
+        self._ready(boot, number, timestamp, year)
+
+    def _add_sample(self, boot: Boot, sample: RuntimeSample) -> None:
         boot.samples[sample.kind] = boot.samples.get(sample.kind, 0) + 1
         self._flush_stats(boot)
         if sample.kind == "engine_stats":
             boot._last_stats = sample  # held back one line: V0 may add its prefix-hit line
         else:
-            self._emit(boot, sample)
-        self._ready(boot, number, timestamp, year)
+            self._emit(boot, [sample])
 
     def _flush_stats(self, boot: Boot) -> None:
         if boot._last_stats is not None:
-            self._emit(boot, boot._last_stats)
+            self._emit(boot, [boot._last_stats])
             boot._last_stats = None
 
-    def _emit(self, boot: Boot, sample: RuntimeSample) -> None:
+    def _emit(self, boot: Boot, samples: list[RuntimeSample]) -> None:
         if self.runtime_sink is not None:
-            self.runtime_sink(boot, sample)
+            self.runtime_sink(boot, samples)
         else:
-            boot.runtime.append(sample)
+            boot.runtime.extend(samples)
 
     def _on_count(self, boot: Boot, ev: Event) -> None:
         if ev.rule.marker == "access":

@@ -8,10 +8,11 @@ turned into ``Line`` objects and handed to patterns.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import parse as parselib
 
@@ -34,35 +35,65 @@ class Event:
     rule: "Rule"
 
 
+class RuntimeSample(NamedTuple):
+    """One stats interval or spec-decode report of a boot."""
+
+    kind: str  # "engine_stats" | "spec_decode"
+    line: int
+    timestamp: str | None
+    engine: int | None
+    values: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class FastShape:
     """The one exact shape of a runtime record that a served log holds by the million: a regex for
-    the whole message with one group per field, and per field its name (a series, or
-    ``"engine"``) and the conversion of the printed text.  A record in any other shape takes the
-    rule's general extractor; tests hold both to the same result."""
+    the whole message with one group per figure, and ``convert(groups) -> (engine, values)``.  A
+    record in any other shape takes the rule's general extractor; tests hold both to the same
+    result."""
 
     kind: str  # the runtime sample kind ("engine_stats", "spec_decode")
     pattern: str
-    fields: tuple[tuple[str, Callable[[str], Any]], ...]
+    convert: Callable[[tuple[str, ...]], tuple[int | None, dict[str, Any]]]
 
     def data(self, groups: tuple[str, ...]) -> dict[str, Any]:
         """The event data the general extractor gives for the record."""
-        values = {name: convert(text) for (name, convert), text in zip(self.fields, groups)}
-        return {"kind": self.kind, "engine": values.pop("engine", None), "values": values}
+        engine, values = self.convert(groups)
+        return {"kind": self.kind, "engine": engine, "values": values}
+
+
+# A run ends after this many records, so a run in flight never holds much memory.
+RUN_LIMIT = 1024
 
 
 @dataclass(slots=True)
-class FastRuntime:
-    """A runtime record in a line of vLLM's plain shape, read in one match (``Rule.fast_runtime``):
-    what ``BootAssembler.feed_runtime`` needs, without a Line or an Event."""
+class RuntimeRun:
+    """Consecutive lines holding nothing but a runtime record read in one match, from one process
+    (the bulk of a served log), fed to the assembler at once (``BootAssembler.feed_run``): what
+    reading each through the line model and the rules would give, without a Line or an Event."""
 
-    number: int
-    offset: int | None
-    raw: bytes
+    number: int  # the first record's line
+    offset: int | None  # and its byte offset
     process: str | None
     pid: int | None
-    timestamp: str
-    data: dict[str, Any]
+    lines: list[bytes]  # every record's line
+    samples: list[RuntimeSample]
+    counts: dict[str, int]  # count-anchor occurrences before the first record
+    within: dict[str, int]  # and between its records
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # samples travel (from the scanning child) as plain tuples: a named tuple pickles by
+        # calling its class, several times slower
+        return _rebuild_run, (self.number, self.offset, self.process, self.pid, self.lines,
+                              list(map(tuple, self.samples)), self.counts, self.within)
+
+
+def _rebuild_run(number: int, offset: int | None, process: str | None, pid: int | None, lines: list[bytes],
+                 samples: list[tuple[Any, ...]], counts: dict[str, int], within: dict[str, int]) -> RuntimeRun:
+    return RuntimeRun(number, offset, process, pid, lines, list(map(_as_sample, samples)), counts, within)
+
+
+_as_sample = functools.partial(tuple.__new__, RuntimeSample)
 
 
 @dataclass
@@ -125,17 +156,19 @@ class Rule:
         m = self._fast.fullmatch(record)
         return None if m is None else self.fast.data(m.groups())
 
-    def fast_runtime(self, number: int, offset: int | None, raw: bytes) -> FastRuntime | None:
-        """A raw line in vLLM's plain shape holding a record in the rule's FastShape, read in one
-        match (what ``parse_line`` and ``events`` give for it); None for any other line."""
+    def fast_runtime(self, number: int, raw: bytes) -> tuple[str | None, int | None, RuntimeSample] | None:
+        """(process, pid, sample) of a raw line in vLLM's plain shape holding a record in the
+        rule's FastShape, read in one match — what ``parse_line`` and ``events`` give for it;
+        None for any other line."""
         if self._fast_line is None or not plain_candidate(raw):
             return None
         m = self._fast_line.fullmatch(raw.decode("ascii"))
         if m is None:
             return None
-        process, pid, _level, timestamp, _file = m.groups()[:PLAIN_GROUPS]
-        return FastRuntime(number, offset, raw, process, None if pid is None else int(pid), timestamp,
-                           self.fast.data(m.groups()[PLAIN_GROUPS:]))
+        groups = m.groups()
+        process, pid, _level, timestamp, _file = groups[:PLAIN_GROUPS]
+        engine, values = self.fast.convert(groups[PLAIN_GROUPS:])
+        return process, pid if pid is None else int(pid), RuntimeSample(self.fast.kind, number, timestamp, engine, values)
 
     def events(self, line: Line, record: str, text: str) -> list[Event]:
         data = self.fast_data(record) if self.fast is not None else None
@@ -191,7 +224,7 @@ def _shape_value(printed: str) -> Any:
 
 
 _CUT_END = re.compile(r"[\w,(]$")
-ScanItem = tuple[Line, list[Event], dict[str, int]] | tuple[FastRuntime, None, dict[str, int]] | dict[str, int] | int
+ScanItem = tuple[Line, list[Event], dict[str, int]] | RuntimeRun | dict[str, int] | int
 
 
 class RuleSet:
@@ -273,29 +306,58 @@ class RuleSet:
     def scan(self, blocks: Iterable[bytes], count: bool = True) -> Iterator[ScanItem]:
         """Yield ``(line, events, counts)`` for each line that holds an event anchor — counts
         are the count-anchor occurrences since the previous such line — then the counts after
-        the last one (a dict) and the total line count (an int).  A runtime record read in one
-        match comes as ``(FastRuntime, None, counts)``."""
-        return self.read_hits(self.scanner().scan(blocks, count))
+        the last one (a dict) and the total line count (an int).  Consecutive lines that hold
+        a runtime record in its fast shape come as one ``RuntimeRun``."""
+        return self.read_hits(self.runs(self.scanner().scan(blocks, count)))
 
-    def read_hits(self, hits: Iterable[Any]) -> Iterator[ScanItem]:
-        """``scan`` for hits found elsewhere (``LineScanner.scan``, here or in a child)."""
-        by_anchor = [self.anchors[a] for a in self.scanner().anchor_texts]
-        order = {id(r): i for i, r in enumerate(self.rules)}
-        # an anchor only one rule keys on, and that rule has a FastShape (the stats lines): a line
-        # holding it alone is read in one match when it is in the plain shape
+    def runs(self, hits: Iterable[Any]) -> Iterator[Any]:
+        """``LineScanner.scan``'s items with consecutive fast runtime records gathered into
+        ``RuntimeRun``s (run where the scan runs: in the scanning child, for a large file)."""
+        from .scan import Hit
+
+        texts = self.scanner().anchor_texts
+        # an anchor only one rule keys on, and that rule has a FastShape: a line holding it alone
+        # and in the plain shape is read in one match
         shortcut = [rules[0] if len(rules) == 1 and rules[0]._fast_line is not None and not rules[0].wraps
-                    else None for rules in by_anchor]
+                    else None for rules in (self.anchors[a] for a in texts)]
+        run: RuntimeRun | None = None
         for hit in hits:
-            if isinstance(hit, (dict, int)):  # the tail counts, then the total
+            record = None
+            if type(hit) is Hit and len(hit.anchors) == 1:
+                (anchor,) = hit.anchors
+                rule = shortcut[anchor]
+                if rule is not None:
+                    record = rule.fast_runtime(hit.number, hit.raw)
+            if record is None:
+                if run is not None:
+                    yield run
+                    run = None
                 yield hit
                 continue
-            if len(hit.anchors) == 1:
-                rule = shortcut[next(iter(hit.anchors))]
-                if rule is not None:
-                    record = rule.fast_runtime(hit.number, hit.offset, hit.raw)
-                    if record is not None:
-                        yield record, None, hit.counts
-                        continue
+            process, pid, sample = record
+            if run is not None and (process != run.process or pid != run.pid or len(run.samples) >= RUN_LIMIT):
+                yield run
+                run = None
+            if run is None:
+                run = RuntimeRun(sample.line, hit.offset, process, pid, [hit.raw], [sample], hit.counts, {})
+                continue
+            run.lines.append(hit.raw)
+            run.samples.append(sample)
+            if hit.counts:
+                within = run.within
+                for kind, n in hit.counts.items():
+                    within[kind] = within.get(kind, 0) + n
+        if run is not None:
+            yield run
+
+    def read_hits(self, hits: Iterable[Any]) -> Iterator[ScanItem]:
+        """``scan`` for hits found elsewhere (``runs`` over ``LineScanner.scan``, here or in a child)."""
+        by_anchor = [self.anchors[a] for a in self.scanner().anchor_texts]
+        order = {id(r): i for i, r in enumerate(self.rules)}
+        for hit in hits:
+            if isinstance(hit, (dict, int, RuntimeRun)):  # a run; the tail counts, then the total
+                yield hit
+                continue
             # most lines of a served log are in vLLM's plain shape: read without the general model
             line = fast_line(hit.number, hit.raw) or parse_line(hit.number, hit.raw.decode("utf-8", errors="replace"))
             line.offset = hit.offset
@@ -309,4 +371,3 @@ class RuleSet:
                 rules = sorted({id(r): r for i in hit.anchors for r in by_anchor[i]}.values(),
                                key=lambda r: order[id(r)])
             yield line, self.match_line(line, lazy, rules), hit.counts
-

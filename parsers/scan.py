@@ -52,7 +52,7 @@ def _numpy() -> Any:
             _NUMPY = False
     return _NUMPY or None
 _FOLLOWING_BYTES = 64 * 1024  # enough for three wrapped terminal lines
-_BATCH = 4096  # hits per message from the scanning child
+_BATCH = 512  # hits per message from the scanning child (~5 MB of a served log)
 
 
 def available_engines() -> list[str]:
@@ -208,27 +208,34 @@ class ChildScan:
     what it saw); ``position()`` (bytes read so far, in the child) drives ``progress``.
 
     The child writes batches to an unlinked temporary file and announces each through a pipe,
-    so it never waits for this process (which may still be opening the ledger).  An exception
-    in the child is raised here; ``close()`` (or leaving early) kills the child."""
+    so it never waits for this process (which may still be opening the ledger).  While this
+    process is behind (a batch written is not read yet), the child passes each batch through
+    ``refine`` (``RuleSet.runs``: it reads the runtime records itself), so the work is shared
+    by both cores; whichever reads a batch, the items mean the same.  An exception in the
+    child is raised here; ``close()`` (or leaving early) kills the child."""
 
     def __init__(self, scan: Callable[[], Iterator[Hit | dict[str, int] | int]], finish: Callable[[], Any],
-                 position: Callable[[], int], path: str, progress: Callable[[int], None] | None = None):
+                 position: Callable[[], int], path: str, progress: Callable[[int], None] | None = None,
+                 refine: Callable[[list[Hit]], Iterable[Any]] | None = None):
+        import mmap
         import tempfile
 
         self.path, self.progress = path, progress
         self.result: Any = None
         self._spool = tempfile.TemporaryFile()
+        self._read = mmap.mmap(-1, 8)  # shared: how far this process has read the spool
         read_fd, write_fd = os.pipe()
         self._pid = os.fork()
         if self._pid == 0:  # pragma: no cover - the child; its results are what the tests compare
             os.close(read_fd)
-            self._child(write_fd, scan, finish, position)
+            self._child(write_fd, scan, finish, position, refine)
         os.close(write_fd)
         self._notes = os.fdopen(read_fd, "rb", buffering=0)
         self._ended = False
 
     def _child(self, write_fd: int, scan: Callable[[], Iterator[Any]], finish: Callable[[], Any],
-               position: Callable[[], int]) -> None:  # pragma: no cover
+               position: Callable[[], int], refine: Callable[[list[Hit]], Iterable[Any]] | None
+               ) -> None:  # pragma: no cover
         status = 0
         try:
             spool = self._spool
@@ -242,21 +249,27 @@ class ChildScan:
                 written += len(data)
                 os.write(write_fd, written.to_bytes(8, "little"))
 
+            def send_hits(batch: list[Hit]) -> None:
+                behind = int.from_bytes(self._read[:8], "little") < written
+                items = refine(batch) if refine is not None and behind else batch
+                send("hits", [(i.number, i.offset, i.raw, i.anchors, i.counts) if type(i) is Hit else i
+                              for i in items], position())
+
             try:
-                batch: list[Any] = []
-                for hit in scan():
-                    if isinstance(hit, Hit):
-                        batch.append((hit.number, hit.offset, hit.raw, hit.anchors, hit.counts))
+                batch: list[Hit] = []
+                for item in scan():
+                    if isinstance(item, Hit):
+                        batch.append(item)
                         if len(batch) >= _BATCH:
-                            send("hits", batch, position())
+                            send_hits(batch)
                             batch = []
                         continue
-                    send("hits", batch, position())
+                    send_hits(batch)
                     batch = []
-                    if isinstance(hit, dict):
-                        send("tail", hit)
+                    if isinstance(item, dict):
+                        send("tail", item)
                     else:
-                        send("end", hit, finish())
+                        send("end", item, finish())
             except Exception as exc:  # raised in the parent
                 send("error", exc)
         except BaseException:
@@ -268,6 +281,7 @@ class ChildScan:
         done = 0
         try:
             while not self._ended:
+                self._read[:8] = done.to_bytes(8, "little")
                 note = self._notes.read(8)
                 if len(note) < 8:
                     raise SourceError(f"{self.path}: the scanning process ended without a result")
@@ -276,8 +290,12 @@ class ChildScan:
                 done = upto
                 kind = message[0]
                 if kind == "hits":
-                    for number, offset, raw, anchors, counts in message[1]:
-                        yield Hit(number, offset, raw, anchors, counts, None, offset + len(raw), self.path)
+                    for item in message[1]:
+                        if type(item) is tuple:
+                            number, offset, raw, anchors, counts = item
+                            yield Hit(number, offset, raw, anchors, counts, None, offset + len(raw), self.path)
+                        else:
+                            yield item
                     if self.progress:
                         self.progress(message[2])
                 elif kind == "tail":
@@ -303,3 +321,4 @@ class ChildScan:
         self._pid = None
         self._notes.close()
         self._spool.close()
+        self._read.close()

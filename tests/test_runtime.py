@@ -130,13 +130,14 @@ def test_stdin_stores_each_boot_as_it_completes(db):
 
 def test_the_spool_spills_to_disk_and_gives_everything_back():
     from ledger.store import SampleSpool
-    from parsers.boots import RuntimeSample
+    from parsers import RuntimeSample
 
     spool = SampleSpool()
     spool.LIMIT = 10
-    for i in range(35):
-        spool.add(RuntimeSample("engine_stats", i, "10-01 09:00:00", 0, {"running_reqs": i}))
-    assert spool.spilled == 3 and len(spool.rows) == 5
+    samples = [RuntimeSample("engine_stats", i, "10-01 09:00:00", 0, {"running_reqs": i}) for i in range(35)]
+    for start, end in [(0, 1), (1, 4), (4, 16), (16, 17), (17, 30), (30, 35)]:  # lists as the parser hands them
+        spool.add(samples[start:end])
+    assert spool.spilled == 2 and len(spool.rows) == 5
     got = [row for batch in spool.batches() for row in batch]
     assert [r[1] for r in got] == list(range(35))
 
