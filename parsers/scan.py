@@ -52,6 +52,9 @@ def _numpy() -> Any:
             _NUMPY = False
     return _NUMPY or None
 _FOLLOWING_BYTES = 64 * 1024  # enough for three wrapped terminal lines
+# When the scanning child passes batches through ``refine``: "when behind" (this process has not
+# read all it was sent); tests set "always" or "never" to show both give the same result.
+CHILD_REFINES = "when behind"
 _BATCH = 512  # hits per message from the scanning child (~5 MB of a served log)
 
 
@@ -251,6 +254,8 @@ class ChildScan:
 
             def send_hits(batch: list[Hit]) -> None:
                 behind = int.from_bytes(self._read[:8], "little") < written
+                if CHILD_REFINES != "when behind":  # tests: one way or the other, every time
+                    behind = CHILD_REFINES == "always"
                 items = refine(batch) if refine is not None and behind else batch
                 send("hits", [(i.number, i.offset, i.raw, i.anchors, i.counts) if type(i) is Hit else i
                               for i in items], position())

@@ -52,15 +52,20 @@ def test_both_engines_are_installed_for_the_tests():
     assert set(available_engines()) == set(ENGINES)
 
 
-PATHS = [(engine, grep, fork, numpy) for engine in ENGINES for grep in (True, False) for fork in (True, False)
+# a forked child either reads the runtime records itself or leaves them to this process
+FORKS = (None, "always", "never")
+PATHS = [(engine, grep, fork, numpy) for engine in ENGINES for grep in (True, False) for fork in FORKS
          for numpy in (True, False)]
 
 
 def parse_by(path, log, rulesets, monkeypatch):
-    """Parse ``log`` one way: scan engine, grep counting, forked child, numpy newlines."""
+    """Parse ``log`` one way: scan engine, grep counting, forked child (reading runtime records
+    or not), numpy newlines."""
     engine, grep, fork, numpy = path
     monkeypatch.setattr(scan, "NUMPY_MIN_BLOCK", 0 if numpy else 1 << 62)
-    return parsers.parse_source(parsers.Source(str(log)), rulesets[engine], 2026, grep=grep, fork=fork).boots
+    monkeypatch.setattr(scan, "CHILD_REFINES", fork or "never")
+    return parsers.parse_source(parsers.Source(str(log)), rulesets[engine], 2026, grep=grep,
+                                fork=fork is not None).boots
 
 
 @pytest.mark.parametrize("log", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name[:28]}")
@@ -104,6 +109,20 @@ def _stats_line(pid: int, second: int, running: int) -> str:
 
 def _access_line(pid: int) -> str:
     return f'(APIServer pid={pid}) INFO:     172.18.0.1:50504 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+
+
+@pytest.mark.parametrize("refines", ["always", "never"])
+def test_the_scanning_child_reads_runs_of_records_only_when_it_should(tmp_path, rulesets, monkeypatch, refines):
+    from parsers.rules import RuntimeRun
+
+    log = tmp_path / "stats.log"
+    log.write_text("".join(_stats_line(1, s, 1) for s in range(0, 600, 10)))
+    monkeypatch.setattr(scan, "CHILD_REFINES", refines)
+    parse = parsers.Parse(parsers.Source(str(log)), rulesets["python"], 2026)
+    assert parse.child is not None
+    runs = [item for item in parse.child if isinstance(item, RuntimeRun)]
+    parse.close()
+    assert (sum(len(r.samples) for r in runs), refines) in [(60, "always"), (0, "never")]
 
 
 def test_a_new_api_server_pid_inside_a_run_of_stats_lines_starts_a_boot(tmp_path, rulesets, monkeypatch):
