@@ -41,20 +41,26 @@ def ingest_file(ledger: Ledger, path: str, info: DeployInfo, rules: RuleSet | No
     """Parse and store one input.  Each boot is written in its own transaction as soon as it is
     complete (from a stream: while the stream goes on); runtime samples are spooled, so memory
     stays flat whatever the input's size.  ``started``: the input's Parse from ``start_parse``."""
-    from .store import SampleSpool, set_source_sha256, store_boot
+    from .store import SampleSpool, Staging, set_source_sha256, store_boot
 
     result = FileResult(path)
     source = started.source if started is not None else parsers.Source(path)
+    staging = Staging(ledger)
     spools: dict[int, SampleSpool] = {}
 
     def sink(boot: parsers.Boot, samples: list[parsers.RuntimeSample]) -> None:
         spool = spools.get(id(boot))
         if spool is None:
-            spool = spools[id(boot)] = SampleSpool()
+            spool = spools[id(boot)] = SampleSpool(staging)
         spool.add(samples)
 
     def on_boot(boot: parsers.Boot) -> None:
-        bid = store_boot(ledger, boot, source.display, source.sha256 or None, info, spools.pop(id(boot), None))
+        spool = spools.pop(id(boot), None)
+        try:
+            bid = store_boot(ledger, boot, source.display, source.sha256 or None, info, spool)
+        finally:
+            if spool is not None:
+                spool.close()
         if bid is None:
             result.existing += 1
         else:
@@ -68,6 +74,8 @@ def ingest_file(ledger: Ledger, path: str, info: DeployInfo, rules: RuleSet | No
     except parsers.SourceError as exc:
         result.error = str(exc)
         return result
+    finally:
+        staging.close()
     result.sha256 = source.sha256
     set_source_sha256(ledger, [bid for bid, _ in result.stored], source.sha256)
     return result

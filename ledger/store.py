@@ -378,42 +378,94 @@ def _json_or_none(value: Any) -> str | None:
     return None if value is None else _json(value)
 
 
+class Staging:
+    """Where the runtime samples of an ingest wait for their boot's transaction: a private
+    temporary SQLite database (SQLite's own temporary file, gone when its connection closes,
+    even if the process is killed), so memory stays flat and the rows are bound while the log
+    is still being read.  For a SQLite ledger it is attached to the connection that will write
+    the boots, and a boot's samples go in with one INSERT … SELECT; for another database they
+    are read back in batches."""
+
+    def __init__(self, ledger: Ledger | None):
+        self.ledger = ledger
+        self.conn: Any = None  # the ledger connection it is attached to (SQLite ledgers)
+        self.raw: sqlite3.Connection | None = None
+        self.schema = ""
+        self._tables = 0
+
+    def new_table(self) -> str:
+        if self.raw is None:
+            if self.ledger is not None and self.ledger.is_sqlite:
+                self.conn = self.ledger.write_engine.connect()
+                self.raw = self.conn.connection.driver_connection
+                self.raw.execute("ATTACH DATABASE '' AS staging")  # '': a private temporary database
+                self.schema = "staging."
+            else:
+                self.raw = sqlite3.connect("", isolation_level=None)
+        self._tables += 1
+        name = f"{self.schema}samples_{self._tables}"
+        self.raw.execute(f"CREATE TABLE {name} ({', '.join(_SPOOL_COLUMNS)})")
+        return name
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.raw.execute("DETACH DATABASE staging")
+            self.conn.close()
+        elif self.raw is not None:
+            self.raw.close()
+        self.conn = self.raw = None
+
+
 class SampleSpool:
     """Runtime samples of one boot on their way to the database: a few thousand in memory, the
-    rest spilled to a temporary file, so a weeks-long boot costs no more memory than a short one."""
+    rest in a table of the ingest's ``Staging``, so a weeks-long boot costs no more memory than
+    a short one."""
 
     LIMIT = 5000
 
-    def __init__(self) -> None:
+    def __init__(self, staging: Staging | None = None) -> None:
         self.rows: list[tuple] = []
-        self.file = None
-        self.spilled = 0
+        self.staging = staging
+        self.table: str | None = None
+        self.staged = 0
 
     def add(self, samples: list[parsers.RuntimeSample]) -> None:
         self.rows.extend(map(_sample_tuple, samples))
-        if len(self.rows) >= self.LIMIT:
-            import pickle
-            import tempfile
+        if len(self.rows) >= self.LIMIT and self.staging is not None:
+            self.flush()
 
-            if self.file is None:
-                self.file = tempfile.TemporaryFile()
-            pickle.dump(self.rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
-            self.spilled += 1
-            self.rows = []
+    def flush(self) -> None:
+        """Move the rows held in memory into the staging table."""
+        if not self.rows:
+            return
+        if self.table is None:
+            self.table = self.staging.new_table()
+        raw = self.staging.raw
+        raw.execute("BEGIN")  # touches the staging database only: the ledger is not locked
+        raw.executemany(f"INSERT INTO {self.table} VALUES ({', '.join(['?'] * len(_SPOOL_COLUMNS))})", self.rows)
+        raw.execute("COMMIT")
+        self.staged += len(self.rows)
+        self.rows = []
 
     def batches(self):
         """Every row, in order; each call reads from the start (a retried transaction)."""
-        if self.file is not None:
-            import pickle
-
-            self.file.seek(0)
-            for _ in range(self.spilled):
-                yield pickle.load(self.file)
+        if self.table is not None:
+            cur = self.staging.raw.execute(f"SELECT * FROM {self.table} ORDER BY rowid")
+            while batch := cur.fetchmany(self.LIMIT):
+                yield batch
         if self.rows:
             yield self.rows
 
+    def close(self) -> None:
+        if self.table is not None and self.staging.raw is not None:
+            self.staging.raw.execute(f"DROP TABLE {self.table}")
+        self.table = None
+        self.rows = []
+
 
 _SERIES_COLUMNS = [n for n in RUNTIME_SERIES if n != "spec_per_position_acceptance"]
+# a spooled row: a runtime_sample row without boot_id, with vLLM's stamp (no year) for logged_at
+_SPOOL_COLUMNS = ["kind", "line", "stamp", "engine", *_SERIES_COLUMNS, "spec_per_position_acceptance"]
 
 
 def _sample_tuple(r: parsers.RuntimeSample) -> tuple:
@@ -457,7 +509,11 @@ def _retrying(write):
 
 def _store_boot_once(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str | None,
                      deploy_info: DeployInfo, spool: SampleSpool | None, year: str | None) -> int | None:
-    with ledger.WriteSession() as s, s.begin():
+    attached = spool is not None and spool.table is not None and spool.staging.conn is not None
+    if attached:
+        spool.flush()  # all of it into the staging table, which this connection sees
+    with (Session(spool.staging.conn, expire_on_commit=False) if attached else ledger.WriteSession()) as s, \
+            s.begin():
         if s.execute(select(m.Boot.id).where(m.Boot.content_sha256 == boot.content_sha256)).scalar() is not None:
             return None
         if sha256 and s.execute(select(m.Boot.id).where(m.Boot.source_sha256 == sha256,
@@ -497,8 +553,8 @@ def _store_boot_once(ledger: Ledger, boot: parsers.Boot, source_path: str, sha25
         samples = SampleSpool()
         samples.add(boot.runtime)  # samples the parser kept (no sink)
         if spool is not None:
-            _insert_samples(s, bid, spool, year)
-        _insert_samples(s, bid, samples, year)
+            _insert_samples(s, bid, spool, year, attached)
+        _insert_samples(s, bid, samples, year, False)
         return bid
 
 
@@ -518,15 +574,21 @@ def insert_sample_rows(session: Session, rows: list[tuple]) -> None:
     conn.exec_driver_sql(sql, rows)
 
 
-def _insert_samples(session: Session, boot_id: int, spool: SampleSpool, year: str | None) -> None:
+def _insert_samples(session: Session, boot_id: int, spool: SampleSpool, year: str | None, attached: bool) -> None:
     """A spool's rows as they are: the boot id and the year (vLLM's stamps lack it) go into the
-    statement as literals, so no row is built again on its way in."""
+    statement as literals, so no row is built again on its way in; staged rows on the same
+    connection go in with one INSERT … SELECT."""
     conn = session.connection()
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
-    logged_at = f"'{int(year):04d}-' || {mark}" if year else f"CAST(NULL AS VARCHAR(32)) || {mark}"
-    sql = (f"INSERT INTO runtime_sample ({', '.join(_SAMPLE_COLUMNS)}) VALUES ({int(boot_id)}, {mark}, {mark}, "
-           f"{logged_at}, {', '.join([mark] * (len(_SAMPLE_COLUMNS) - 4))})")
+    into = f"INSERT INTO runtime_sample ({', '.join(_SAMPLE_COLUMNS)}) "
+    if attached:
+        stamp = f"'{int(year):04d}-' || stamp" if year else "CAST(NULL AS VARCHAR(32))"
+        conn.exec_driver_sql(into + f"SELECT {int(boot_id)}, kind, line, {stamp}, {', '.join(_SPOOL_COLUMNS[3:])} "
+                                    f"FROM {spool.table} ORDER BY rowid")
+        return
+    stamp = f"'{int(year):04d}-' || {mark}" if year else f"CAST(NULL AS VARCHAR(32)) || {mark}"
+    sql = into + f"VALUES ({int(boot_id)}, {mark}, {mark}, {stamp}, {', '.join([mark] * (len(_SPOOL_COLUMNS) - 3))})"
     for batch in spool.batches():
         if batch:
             conn.exec_driver_sql(sql, batch)

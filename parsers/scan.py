@@ -212,7 +212,7 @@ class ChildScan:
 
     The child writes batches to an unlinked temporary file and announces each through a pipe,
     so it never waits for this process (which may still be opening the ledger).  While this
-    process is behind (a batch written is not read yet), the child passes each batch through
+    process is behind (a batch waits besides the one it is reading), the child passes each batch through
     ``refine`` (``RuleSet.runs``: it reads the runtime records itself), so the work is shared
     by both cores; whichever reads a batch, the items mean the same.  An exception in the
     child is raised here; ``close()`` (or leaving early) kills the child."""
@@ -226,7 +226,7 @@ class ChildScan:
         self.path, self.progress = path, progress
         self.result: Any = None
         self._spool = tempfile.TemporaryFile()
-        self._read = mmap.mmap(-1, 8)  # shared: how far this process has read the spool
+        self._read = mmap.mmap(-1, 8)  # shared: how many messages this process has read
         read_fd, write_fd = os.pipe()
         self._pid = os.fork()
         if self._pid == 0:  # pragma: no cover - the child; its results are what the tests compare
@@ -242,18 +242,20 @@ class ChildScan:
         status = 0
         try:
             spool = self._spool
-            written = 0
+            written = sent = 0
 
             def send(*message: Any) -> None:
-                nonlocal written
+                nonlocal written, sent
                 data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
                 spool.write(data)
                 spool.flush()
                 written += len(data)
+                sent += 1
                 os.write(write_fd, written.to_bytes(8, "little"))
 
             def send_hits(batch: list[Hit]) -> None:
-                behind = int.from_bytes(self._read[:8], "little") < written
+                # behind: a batch is waiting besides the one being read there
+                behind = sent - int.from_bytes(self._read[:8], "little") >= 2
                 if CHILD_REFINES != "when behind":  # tests: one way or the other, every time
                     behind = CHILD_REFINES == "always"
                 items = refine(batch) if refine is not None and behind else batch
@@ -283,16 +285,17 @@ class ChildScan:
             os._exit(status)
 
     def __iter__(self) -> Iterator[Any]:
-        done = 0
+        done = read = 0
         try:
             while not self._ended:
-                self._read[:8] = done.to_bytes(8, "little")
+                self._read[:8] = read.to_bytes(8, "little")  # messages read (and their items used)
                 note = self._notes.read(8)
                 if len(note) < 8:
                     raise SourceError(f"{self.path}: the scanning process ended without a result")
                 upto = int.from_bytes(note, "little")
                 message = pickle.loads(os.pread(self._spool.fileno(), upto - done, done))
                 done = upto
+                read += 1
                 kind = message[0]
                 if kind == "hits":
                     for item in message[1]:

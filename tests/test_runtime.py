@@ -129,17 +129,36 @@ def test_stdin_stores_each_boot_as_it_completes(db):
 
 
 def test_the_spool_spills_to_disk_and_gives_everything_back():
-    from ledger.store import SampleSpool
+    from ledger.store import SampleSpool, Staging
     from parsers import RuntimeSample
 
-    spool = SampleSpool()
+    spool = SampleSpool(Staging(None))
     spool.LIMIT = 10
     samples = [RuntimeSample("engine_stats", i, "10-01 09:00:00", 0, {"running_reqs": i}) for i in range(35)]
     for start, end in [(0, 1), (1, 4), (4, 16), (16, 17), (17, 30), (30, 35)]:  # lists as the parser hands them
         spool.add(samples[start:end])
-    assert spool.spilled == 2 and len(spool.rows) == 5
+    assert spool.staged == 30 and len(spool.rows) == 5
     got = [row for batch in spool.batches() for row in batch]
     assert [r[1] for r in got] == list(range(35))
+
+
+@pytest.mark.parametrize("limit", [7, 10_000])  # staged (copied in by the database), or straight from memory
+def test_every_runtime_sample_is_stored_as_the_parser_read_it(db, cli, tmp_path, monkeypatch, limit):
+    import parsers
+    from ledger.store import SampleSpool
+
+    log = tmp_path / "runtime.log"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "make_runtime_log.py"), str(log), "--mb", "1"], check=True)
+    (boot,) = parsers.parse_file(str(log), year=2026)
+    monkeypatch.setattr(SampleSpool, "LIMIT", limit)
+    cli("ingest", str(log), "--year", "2026")
+    stored = dbrows(db, "SELECT kind, line, logged_at, engine, running_reqs, gpu_kv_cache_usage_pct, "
+                        "spec_accepted_tokens, spec_per_position_acceptance FROM runtime_sample ORDER BY id")
+    expected = [(s.kind, s.line, f"2026-{s.timestamp}", s.engine, s.values.get("running_reqs"),
+                 s.values.get("gpu_kv_cache_usage_pct"), s.values.get("spec_accepted_tokens"),
+                 json.dumps(s.values["spec_per_position_acceptance"]) if s.kind == "spec_decode" else None)
+                for s in boot.runtime]
+    assert len(expected) > 50 and stored == expected
 
 
 def test_pandas_frames_for_notebooks(db, cli):
