@@ -83,7 +83,7 @@ class _ExternalCounts:
 
         env = dict(os.environ, LC_ALL="C")
         self.procs = [
-            (kind, subprocess.Popen([_GREP, "-a", "-c", "-F", "-e", anchor, "--", path], env=env,
+            (kind, subprocess.Popen([*_NICE, _GREP, "-a", "-c", "-F", "-e", anchor, "--", path], env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
             for anchor, kind in count_anchors.items()
         ]
@@ -123,6 +123,8 @@ def _grep() -> str | None:
 
 
 _GREP = _grep()
+# the counters run at a lower priority: they finish well before the scan and should not slow it
+_NICE = ["nice", "-n", "10"] if _GREP and __import__("shutil").which("nice") else []
 
 
 def _recount(source: Source, rules: RuleSet, boots: list[Boot], header_end: int) -> None:

@@ -55,6 +55,9 @@ _FOLLOWING_BYTES = 64 * 1024  # enough for three wrapped terminal lines
 # When the scanning child passes batches through ``refine``: "when behind" (this process has not
 # read all it was sent); tests set "always" or "never" to show both give the same result.
 CHILD_REFINES = "when behind"
+# Behind: this many batches sent and not read yet (~40 MB of a served log).  Measured on 2 cores:
+# 8-12 beats 2 (the child then refines too much while this process starts up) and never.
+_BEHIND = 8
 _BATCH = 512  # hits per message from the scanning child (~5 MB of a served log)
 
 
@@ -212,7 +215,7 @@ class ChildScan:
 
     The child writes batches to an unlinked temporary file and announces each through a pipe,
     so it never waits for this process (which may still be opening the ledger).  While this
-    process is behind (a batch waits besides the one it is reading), the child passes each batch through
+    process is behind (``_BEHIND`` batches wait), the child passes each batch through
     ``refine`` (``RuleSet.runs``: it reads the runtime records itself), so the work is shared
     by both cores; whichever reads a batch, the items mean the same.  An exception in the
     child is raised here; ``close()`` (or leaving early) kills the child."""
@@ -254,8 +257,7 @@ class ChildScan:
                 os.write(write_fd, written.to_bytes(8, "little"))
 
             def send_hits(batch: list[Hit]) -> None:
-                # behind: a batch is waiting besides the one being read there
-                behind = sent - int.from_bytes(self._read[:8], "little") >= 2
+                behind = sent - int.from_bytes(self._read[:8], "little") >= _BEHIND
                 if CHILD_REFINES != "when behind":  # tests: one way or the other, every time
                     behind = CHILD_REFINES == "always"
                 items = refine(batch) if refine is not None and behind else batch
