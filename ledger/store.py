@@ -12,9 +12,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import heapq
+import itertools
 import json
+import operator
 import os
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +29,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 import parsers
-from parsers.vocabulary import RUNTIME_SERIES
+from parsers.vocabulary import ENGINE_STATS_SERIES, RUNTIME_KINDS, RUNTIME_SERIES, SPEC_DECODE_SERIES
 
 from . import models as m
 from .errors import LedgerError
@@ -393,7 +397,7 @@ class Staging:
         self.schema = ""
         self._tables = 0
 
-    def new_table(self) -> str:
+    def new_table(self, columns: list[str]) -> str:
         if self.raw is None:
             if self.ledger is not None and self.ledger.is_sqlite:
                 self.conn = self.ledger.write_engine.connect()
@@ -404,7 +408,7 @@ class Staging:
                 self.raw = sqlite3.connect("", isolation_level=None)
         self._tables += 1
         name = f"{self.schema}samples_{self._tables}"
-        self.raw.execute(f"CREATE TABLE {name} ({', '.join(_SPOOL_COLUMNS)})")
+        self.raw.execute(f"CREATE TABLE {name} ({', '.join(columns)})")
         return name
 
     def close(self) -> None:
@@ -417,62 +421,109 @@ class Staging:
 
 
 class SampleSpool:
-    """Runtime samples of one boot on their way to the database: a few thousand in memory, the
-    rest in a table of the ingest's ``Staging``, so a weeks-long boot costs no more memory than
-    a short one."""
+    """Runtime samples of one boot on their way to the database, a table per kind (a row binds
+    only its kind's columns): a few thousand in memory, the rest in tables of the ingest's
+    ``Staging``, so a weeks-long boot costs no more memory than a short one."""
 
     LIMIT = 5000
 
     def __init__(self, staging: Staging | None = None) -> None:
-        self.rows: list[tuple] = []
+        self.rows: dict[str, list[tuple]] = {kind: [] for kind in RUNTIME_KINDS}
+        self.held = 0  # rows in memory
+        self.seq = 0  # samples so far: a row's first column, the order they came in
         self.staging = staging
-        self.table: str | None = None
-        self.staged = 0
+        self.tables: dict[str, str] = {}
 
     def add(self, samples: list[parsers.RuntimeSample]) -> None:
-        self.rows.extend(map(_sample_tuple, samples))
-        if len(self.rows) >= self.LIMIT and self.staging is not None:
+        rows, seq = self.rows, self.seq
+        for sample in samples:
+            seq += 1
+            rows[sample.kind].append(_spool_row(seq, sample))
+        self.seq = seq
+        self.held += len(samples)
+        if self.held >= self.LIMIT and self.staging is not None:
             self.flush()
 
     def flush(self) -> None:
-        """Move the rows held in memory into the staging table."""
-        if not self.rows:
-            return
-        if self.table is None:
-            self.table = self.staging.new_table()
-        raw = self.staging.raw
-        raw.execute("BEGIN")  # touches the staging database only: the ledger is not locked
-        raw.executemany(f"INSERT INTO {self.table} VALUES ({', '.join(['?'] * len(_SPOOL_COLUMNS))})", self.rows)
-        raw.execute("COMMIT")
-        self.staged += len(self.rows)
-        self.rows = []
+        """Move the rows held in memory into the staging tables."""
+        raw = None
+        for kind, rows in self.rows.items():
+            if not rows:
+                continue
+            if kind not in self.tables:
+                self.tables[kind] = self.staging.new_table(_SPOOL_COLUMNS[kind])
+            if raw is None:
+                raw = self.staging.raw
+                raw.execute("BEGIN")  # touches the staging database only: the ledger is not locked
+            marks = ", ".join(["?"] * len(_SPOOL_COLUMNS[kind]))
+            raw.executemany(f"INSERT INTO {self.tables[kind]} VALUES ({marks})", rows)
+            self.rows[kind] = []
+        if raw is not None:
+            raw.execute("COMMIT")
+        self.held = 0
+
+    def copy_statement(self) -> str:
+        """A SELECT of every staged row as (seq, kind, line, stamp, engine, *series, per-position)
+        in the order the samples came in: a merge of the tables, each in seq (rowid) order, with
+        no sorting."""
+        parts = []
+        for kind, table in self.tables.items():
+            mine = set(_SPOOL_COLUMNS[kind][1:])
+            parts.append(f"SELECT seq, '{kind}' AS kind, line, stamp, engine, "
+                         + ", ".join(c if c in mine else f"NULL AS {c}" for c in _ALL_SERIES) + f" FROM {table}")
+        return " UNION ALL ".join(parts) + " ORDER BY seq"
 
     def batches(self):
-        """Every row, in order; each call reads from the start (a retried transaction)."""
-        if self.table is not None:
-            cur = self.staging.raw.execute(f"SELECT * FROM {self.table} ORDER BY rowid")
-            while batch := cur.fetchmany(self.LIMIT):
+        """Every row as (kind, line, stamp, engine, *series, per-position), in the order the
+        samples came in, a list at a time; each call reads from the start (a retried transaction)."""
+        def wide(kind: str) -> Iterator[tuple[int, tuple]]:
+            staged: Any = ()
+            if kind in self.tables:
+                staged = self.staging.raw.execute(f"SELECT * FROM {self.tables[kind]} ORDER BY seq")
+            widen = _WIDEN[kind]
+            for row in itertools.chain(staged, self.rows[kind]):
+                yield row[0], (kind, *(None if i is None else row[i] for i in widen))
+
+        streams = [wide(kind) for kind in RUNTIME_KINDS]
+        batch: list[tuple] = []
+        for _, row in heapq.merge(*streams, key=operator.itemgetter(0)):
+            batch.append(row)
+            if len(batch) >= self.LIMIT:
                 yield batch
-        if self.rows:
-            yield self.rows
+                batch = []
+        if batch:
+            yield batch
 
     def close(self) -> None:
-        if self.table is not None and self.staging.raw is not None:
-            self.staging.raw.execute(f"DROP TABLE {self.table}")
-        self.table = None
-        self.rows = []
+        if self.staging is not None and self.staging.raw is not None:
+            for table in self.tables.values():
+                self.staging.raw.execute(f"DROP TABLE {table}")
+        self.tables = {}
+        self.rows = {kind: [] for kind in RUNTIME_KINDS}
 
 
-_SERIES_COLUMNS = [n for n in RUNTIME_SERIES if n != "spec_per_position_acceptance"]
-# a spooled row: a runtime_sample row without boot_id, with vLLM's stamp (no year) for logged_at
-_SPOOL_COLUMNS = ["kind", "line", "stamp", "engine", *_SERIES_COLUMNS, "spec_per_position_acceptance"]
+_PER_POSITION = "spec_per_position_acceptance"
+_ALL_SERIES = [*(n for n in RUNTIME_SERIES if n != _PER_POSITION), _PER_POSITION]
+_KIND_SERIES = {"engine_stats": list(ENGINE_STATS_SERIES),
+                "spec_decode": [n for n in SPEC_DECODE_SERIES if n != _PER_POSITION]}
+# a spooled row of each kind: its order among the boot's samples (the rowid), then its
+# runtime_sample columns but boot_id and kind, with vLLM's stamp (no year: that is known when the
+# boot ends) for logged_at
+_SPOOL_COLUMNS = {kind: ["seq INTEGER PRIMARY KEY", "line", "stamp", "engine", *series,
+                         *([_PER_POSITION] if kind == "spec_decode" else [])]
+                  for kind, series in _KIND_SERIES.items()}
+# where each of (line, stamp, engine, *_ALL_SERIES) sits in a kind's spooled row
+_WIDEN = {kind: [cols.index(c) if c in cols else None for c in ["line", "stamp", "engine", *_ALL_SERIES]]
+          for kind, cols in _SPOOL_COLUMNS.items()}
 
 
-def _sample_tuple(r: parsers.RuntimeSample) -> tuple:
+def _spool_row(seq: int, r: parsers.RuntimeSample) -> tuple:
     v = r.values
-    per_position = v.get("spec_per_position_acceptance")
-    return (r.kind, r.line, r.timestamp, r.engine, *map(v.get, _SERIES_COLUMNS),
-            None if per_position is None else _json(per_position))
+    if r.kind == "spec_decode":
+        per_position = v.get(_PER_POSITION)
+        return (seq, r.line, r.timestamp, r.engine, *map(v.get, _KIND_SERIES["spec_decode"]),
+                None if per_position is None else _json(per_position))
+    return (seq, r.line, r.timestamp, r.engine, *map(v.get, _KIND_SERIES["engine_stats"]))
 
 
 def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str | None,
@@ -509,7 +560,7 @@ def _retrying(write):
 
 def _store_boot_once(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str | None,
                      deploy_info: DeployInfo, spool: SampleSpool | None, year: str | None) -> int | None:
-    attached = spool is not None and spool.table is not None and spool.staging.conn is not None
+    attached = spool is not None and bool(spool.tables) and spool.staging.conn is not None
     if attached:
         spool.flush()  # all of it into the staging table, which this connection sees
     with (Session(spool.staging.conn, expire_on_commit=False) if attached else ledger.WriteSession()) as s, \
@@ -558,7 +609,7 @@ def _store_boot_once(ledger: Ledger, boot: parsers.Boot, source_path: str, sha25
         return bid
 
 
-_SAMPLE_COLUMNS = ["boot_id", "kind", "line", "logged_at", "engine", *_SERIES_COLUMNS, "spec_per_position_acceptance"]
+_SAMPLE_COLUMNS = ["boot_id", "kind", "line", "logged_at", "engine", *_ALL_SERIES]
 
 
 def insert_sample_rows(session: Session, rows: list[tuple]) -> None:
@@ -580,18 +631,17 @@ def _insert_samples(session: Session, boot_id: int, spool: SampleSpool, year: st
     connection go in with one INSERT … SELECT."""
     conn = session.connection()
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
     into = f"INSERT INTO runtime_sample ({', '.join(_SAMPLE_COLUMNS)}) "
     if attached:
+        # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
         stamp = f"'{int(year):04d}-' || stamp" if year else "CAST(NULL AS VARCHAR(32))"
-        conn.exec_driver_sql(into + f"SELECT {int(boot_id)}, kind, line, {stamp}, {', '.join(_SPOOL_COLUMNS[3:])} "
-                                    f"FROM {spool.table} ORDER BY rowid")
+        conn.exec_driver_sql(into + f"SELECT {int(boot_id)}, kind, line, {stamp}, engine, {', '.join(_ALL_SERIES)} "
+                                    f"FROM ({spool.copy_statement()}) AS staged")
         return
     stamp = f"'{int(year):04d}-' || {mark}" if year else f"CAST(NULL AS VARCHAR(32)) || {mark}"
-    sql = into + f"VALUES ({int(boot_id)}, {mark}, {mark}, {stamp}, {', '.join([mark] * (len(_SPOOL_COLUMNS) - 3))})"
+    sql = into + f"VALUES ({int(boot_id)}, {mark}, {mark}, {stamp}, {', '.join([mark] * (len(_ALL_SERIES) + 1))})"
     for batch in spool.batches():
-        if batch:
-            conn.exec_driver_sql(sql, batch)
+        conn.exec_driver_sql(sql, batch)
 
 
 def set_source_sha256(ledger: Ledger, boot_ids: list[int], sha256: str) -> None:
