@@ -55,10 +55,10 @@ _FOLLOWING_BYTES = 64 * 1024  # enough for three wrapped terminal lines
 # When the scanning child passes batches through ``refine``: "when behind" (this process has not
 # read all it was sent); tests set "always" or "never" to show both give the same result.
 CHILD_REFINES = "when behind"
-# Behind: this many batches sent and not read yet (~40 MB of a served log).  Measured on 2 cores:
+# Behind: this many batches sent and not read yet (~20 MB of a served log).  Measured on 2 cores:
 # 8-12 beats 2 (the child then refines too much while this process starts up) and never.
 _BEHIND = 8
-_BATCH = 512  # hits per message from the scanning child (~5 MB of a served log)
+_BATCH = 256  # hits per message from the scanning child (~2.5 MB of a served log)
 
 
 def available_engines() -> list[str]:
