@@ -78,8 +78,6 @@ class ShapeValue:
     pack: str | None = None
 
 
-
-
 @dataclass
 class Boot:
     index: int  # 0-based position in the file
@@ -178,7 +176,12 @@ class BootAssembler:
             return closed
         starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK]
         boot = self._boot_for(line.number, line.offset, line.process, line.pid, line.message, starts, closed)
-        self._seen(boot, line.raw.encode("utf-8", "surrogatepass"), line.timestamp, line.year)
+        boot._digest.update(line.raw.encode("utf-8", "surrogatepass"))
+        boot._digest.update(b"\n")
+        if line.timestamp:
+            stamp = (line.timestamp, line.year)
+            boot._first_ts = boot._first_ts or stamp
+            boot._last_ts = stamp
         for ev in events:
             handler = _HANDLERS[ev.kind]
             handler(self, boot, ev)
@@ -209,15 +212,6 @@ class BootAssembler:
             self._emit(boot, out)
         self._ready(boot, first.line, first.timestamp, None)
         return closed
-
-    def _seen(self, boot: Boot, raw: bytes, timestamp: str | None, year: int | None) -> None:
-        """An event line of the boot: part of its identity, and of its time span."""
-        boot._digest.update(raw)
-        boot._digest.update(b"\n")
-        if timestamp:
-            stamp = (timestamp, year)
-            boot._first_ts = boot._first_ts or stamp
-            boot._last_ts = stamp
 
     def _boot_for(self, number: int, offset: int | None, process: str | None, pid: int | None,
                   message: str | None, starts: list[Event] | tuple[()], closed: list[Boot]) -> Boot:

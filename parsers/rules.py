@@ -312,7 +312,8 @@ class RuleSet:
 
     def runs(self, hits: Iterable[Any]) -> Iterator[Any]:
         """``LineScanner.scan``'s items with consecutive fast runtime records gathered into
-        ``RuntimeRun``s (run where the scan runs: in the scanning child, for a large file)."""
+        ``RuntimeRun``s; other items pass through, runs already gathered too (the scanning child
+        gathers some itself: ``ChildScan``'s ``refine``)."""
         from .scan import Hit
 
         texts = self.scanner().anchor_texts

@@ -62,7 +62,7 @@ def test_a_new_ledger_from_the_template_is_what_the_migrations_build(tmp_path):
         command.upgrade(_alembic_config(conn), "head")
     engine.dispose()
     open_ledger(str(tmp_path / "new.db")).dispose()
-    assert _schema(tmp_path / "new.db") == _schema(tmp_path / "migrated.db")
+    assert _schema(tmp_path / "new.db") == _schema(tmp_path / "migrated.db"), "run: python -m ledger.store"
 
 
 def test_a_new_ledger_does_not_import_alembic(tmp_path):
