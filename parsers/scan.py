@@ -18,13 +18,13 @@ the hits come back in order through a pipe, so the result is the same as scannin
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import re
 import signal
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .source import SourceError
 
@@ -79,12 +79,13 @@ def count_lines(block: bytes, anchor: bytes, start: int = 0, end: int | None = N
     return n
 
 
-@dataclass(slots=True)
-class Hit:
+class Hit(NamedTuple):
+    """A line that holds event anchors (a named tuple: one is made per stats line of a served log)."""
+
     number: int  # 1-based line number
     offset: int  # byte offset of the line in the input
     raw: bytes  # the line, without its newline
-    anchors: set[int]  # indexes (into LineScanner.anchor_texts) of the event anchors it holds
+    anchors: tuple[int, ...]  # indexes (into LineScanner.anchor_texts) of the event anchors it holds
     counts: dict[str, int]  # count-anchor occurrences since the previous hit (or the start)
     block: bytes | None  # the block it came from, for ``following`` (None: read from ``path``)
     end: int  # where the line ends in ``block`` (or in the file, when block is None)
@@ -108,6 +109,9 @@ class Hit:
         return out
 
 
+_hit = functools.partial(tuple.__new__, Hit)  # a Hit from all its fields, without NamedTuple's __new__
+
+
 class LineScanner:
     """Scan byte blocks (each ending at a newline, except maybe the last) for event lines."""
 
@@ -128,10 +132,9 @@ class LineScanner:
             raise ValueError(f"unknown scan engine {self.engine!r}")
 
     # -- anchors in one block ------------------------------------------------------------------
-    def _event_lines(self, block: bytes) -> list[tuple[int, int, set[int]]]:
+    def _event_lines(self, block: bytes) -> list[tuple[int, int, tuple[int, ...]]]:
         """(start, end, anchor indexes) of the lines in ``block`` that hold event anchors; ``end``
         is the offset of the line's newline (or the block's length)."""
-        lines: dict[int, tuple[int, set[int]]] = {}
         if self.engine == "hyperscan":
             found: list[tuple[int, int]] = []
 
@@ -139,25 +142,29 @@ class LineScanner:
                 found.append((to, anchor))
 
             self._db.scan(block, match_event_handler=on_match)
-            found.sort()
+            found.sort()  # by where each match ends: a line's matches come together
+            out: list[tuple[int, int, tuple[int, ...]]] = []
             start, end = -1, -1
             for to, anchor in found:
                 if to > end:  # a match in a line not seen yet
                     start = block.rfind(b"\n", 0, to) + 1
                     e = block.find(b"\n", to)
                     end = len(block) if e < 0 else e
-                lines.setdefault(start, (end, set()))[1].add(anchor)
-        else:
-            for index, a in enumerate(self.event_anchors):
-                i = block.find(a)
-                while i >= 0:
-                    start = block.rfind(b"\n", 0, i) + 1
-                    e = block.find(b"\n", i)
-                    lines.setdefault(start, (len(block) if e < 0 else e, set()))[1].add(index)
-                    if e < 0:
-                        break
-                    i = block.find(a, e)
-        return [(start, end, found) for start, (end, found) in sorted(lines.items())]
+                    out.append((start, end, (anchor,)))
+                elif anchor not in out[-1][2]:
+                    out[-1] = (start, end, out[-1][2] + (anchor,))
+            return out
+        lines: dict[int, tuple[int, set[int]]] = {}
+        for index, a in enumerate(self.event_anchors):
+            i = block.find(a)
+            while i >= 0:
+                start = block.rfind(b"\n", 0, i) + 1
+                e = block.find(b"\n", i)
+                lines.setdefault(start, (len(block) if e < 0 else e, set()))[1].add(index)
+                if e < 0:
+                    break
+                i = block.find(a, e)
+        return [(start, end, tuple(sorted(found))) for start, (end, found) in sorted(lines.items())]
 
     def scan(self, blocks: Iterable[bytes], count: bool = True) -> Iterator[Hit | dict[str, int] | int]:
         """Yield a Hit per event line, in order; then the counts after the last event line (a
@@ -193,7 +200,7 @@ class LineScanner:
                 else:
                     counts = no_counts
                 pos = end  # the newline after this line belongs to the next gap
-                yield Hit(number, offset + start, block[start:end], found, counts, block, end)
+                yield _hit((number, offset + start, block[start:end], found, counts, block, end, None))
             # the rest of the block: counts carry over to the next hit (or the end)
             for anchor, kind in anchors.items():
                 pending[kind] += count_lines(block, anchor, pos)
@@ -261,13 +268,12 @@ class ChildScan:
                 if CHILD_REFINES != "when behind":  # tests: one way or the other, every time
                     behind = CHILD_REFINES == "always"
                 items = refine(batch) if refine is not None and behind else batch
-                send("hits", [(i.number, i.offset, i.raw, i.anchors, i.counts) if type(i) is Hit else i
-                              for i in items], position())
+                send("hits", [i[:5] if type(i) is Hit else i for i in items], position())
 
             try:
                 batch: list[Hit] = []
                 for item in scan():
-                    if isinstance(item, Hit):
+                    if type(item) is Hit:
                         batch.append(item)
                         if len(batch) >= _BATCH:
                             send_hits(batch)
@@ -302,8 +308,7 @@ class ChildScan:
                 if kind == "hits":
                     for item in message[1]:
                         if type(item) is tuple:
-                            number, offset, raw, anchors, counts = item
-                            yield Hit(number, offset, raw, anchors, counts, None, offset + len(raw), self.path)
+                            yield _hit(item + (None, item[1] + len(item[2]), self.path))
                         else:
                             yield item
                     if self.progress:
