@@ -2,9 +2,10 @@
 
 For each size: write a realistic runtime log (bench/make_runtime_log.py), run `ledger ingest`
 on it into a fresh ledger, and in the same run time `grep -c -F -f ANCHORS` where ANCHORS are
-the literal anchors the grammar uses; --repeat times each, alternating.  Prints the best and
-median wall times of both, the ratio of the bests (as timeit reports a best) and of the
-medians, ingest MB/s and the peak RSS of the ingest processes.
+the literal anchors the grammar uses; --repeat times each, alternating (grep, ingest, grep, …).
+Prints the median wall times, the ratio — each ingest against the faster of the greps just
+before and after it, median and range over the runs — ingest MB/s and the peak RSS of the
+ingest processes.
 
 Usage: python bench/runtime_ingest.py [--sizes 500 1000] [--repeat 3] [--keep DIR]
 """
@@ -89,11 +90,13 @@ def main() -> None:
             ingests.append(wall)
             rss = max(rss, peak)
         greps.append(rss_of(grep, env)[0])
-        best, typical = min(ingests), statistics.median(ingests)
-        g, g_typical = min(greps), statistics.median(greps)
-        print(f"{mb:,.0f} MB: ledger ingest {best:.2f} s (median {typical:.2f}), grep -c -F -f anchors {g:.2f} s "
-              f"(median {g_typical:.2f}), ratio {best / g:.2f}x (of medians {typical / g_typical:.2f}x), "
-              f"{mb / best:,.0f} MB/s, peak RSS {rss:,.0f} MB  [{args.repeat} runs]")
+        # each ingest against the faster of the greps just before and after it: the machine's
+        # speed drifts over minutes, and a pair sees the same machine
+        ratios = sorted(wall / min(greps[i], greps[i + 1]) for i, wall in enumerate(ingests))
+        typical = statistics.median(ingests)
+        print(f"{mb:,.0f} MB: ledger ingest {typical:.2f} s, grep -c -F -f anchors {statistics.median(greps):.2f} s "
+              f"(medians), ratio {statistics.median(ratios):.2f}x (median of {args.repeat} paired runs; "
+              f"{ratios[0]:.2f}-{ratios[-1]:.2f}), {mb / typical:,.0f} MB/s, peak RSS {rss:,.0f} MB")
     if not args.keep:
         shutil.rmtree(work)
 
