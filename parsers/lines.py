@@ -177,17 +177,6 @@ def plain_candidate(raw: bytes) -> bool:
         and (raw.find(94) < 0 or b"^[" not in raw) and not raw.endswith(b"cluster]")
 
 
-def plain_line(number: int, text: str, m: re.Match[str], message_start: int) -> Line:
-    """The Line of ``text``, matched by a pattern that starts with ``PLAIN_SHAPE``."""
-    proc, pid, level, ts, source_file = m.group(1, 2, 3, 4, 5)
-    if proc is None:
-        return Line(number, text, text[message_start:], None, None, None, level, ts, None, source_file)
-    rank = _RANKS.get(proc, -1)
-    if rank == -1:
-        rank = _RANKS[proc] = rank_of(proc)
-    return Line(number, text, text[message_start:], proc, int(pid), rank, level, ts, None, source_file)
-
-
 def fast_line(number: int, raw: bytes) -> Line | None:
     """The Line parse_line would build, for a line in vLLM's plain shape; None for any other."""
     if not plain_candidate(raw):
@@ -196,4 +185,10 @@ def fast_line(number: int, raw: bytes) -> Line | None:
     m = _PLAIN.match(text)
     if m is None:
         return None
-    return plain_line(number, text, m, m.end())
+    proc, pid, level, ts, source_file = m.groups()
+    if proc is None:
+        return Line(number, text, text[m.end():], None, None, None, level, ts, None, source_file)
+    rank = _RANKS.get(proc, -1)
+    if rank == -1:
+        rank = _RANKS[proc] = rank_of(proc)
+    return Line(number, text, text[m.end():], proc, int(pid), rank, level, ts, None, source_file)

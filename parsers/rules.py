@@ -18,6 +18,7 @@ import parse as parselib
 
 from . import units
 from .lines import PLAIN_GROUPS, PLAIN_SHAPE, Line, fast_line, parse_line, plain_candidate
+from .scan import Hit
 
 # What an event is about; the boot assembler dispatches on this.
 FACT, SHAPE, FAILURE, RUNTIME, MARKER, HINT, META, COUNT = (
@@ -314,8 +315,6 @@ class RuleSet:
         """``LineScanner.scan``'s items with consecutive fast runtime records gathered into
         ``RuntimeRun``s; other items pass through, runs already gathered too (the scanning child
         gathers some itself: ``ChildScan``'s ``refine``)."""
-        from .scan import Hit
-
         texts = self.scanner().anchor_texts
         # an anchor only one rule keys on, and that rule has a FastShape: a line holding it alone
         # and in the plain shape is read in one match

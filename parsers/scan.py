@@ -52,8 +52,8 @@ def _numpy() -> Any:
             _NUMPY = False
     return _NUMPY or None
 _FOLLOWING_BYTES = 64 * 1024  # enough for three wrapped terminal lines
-# When the scanning child passes batches through ``refine``: "when behind" (this process has not
-# read all it was sent); tests set "always" or "never" to show both give the same result.
+# When the scanning child passes batches through ``refine``: "when behind" (below); tests set
+# "always" or "never" to show both give the same result.
 CHILD_REFINES = "when behind"
 # Behind: this many batches sent and not read yet (~20 MB of a served log).  Measured on 2 cores:
 # 8-12 beats 2 (the child then refines too much while this process starts up) and never.
