@@ -192,16 +192,20 @@ class Parse:
                 _inspect_head(f.read(_HEAD_BYTES), rules, source.display, state)
             state["first"] = False
         self.progress: Callable[[int], None] | None = None
-        self.external = None
-        if grep and large and rules.count_anchors and _GREP:
-            self.external = _ExternalCounts(source.path, rules.count_anchors)
         # counts come from grep for a plain file; the Python counter otherwise (pipes, .gz, .zst)
-        self.counting_here = self.external is None
+        use_grep = bool(grep and large and rules.count_anchors and _GREP)
+        self.counting_here = not use_grep
         self.child: ChildScan | None = None
-        if self.in_child:
+        if self.in_child:  # first: the scan is what the ingest waits for
             self.child = ChildScan(lambda: rules.scanner().scan(self._blocks(), count=self.counting_here),
                                    finish=lambda: (state["vllm"], source.sha256, source.size),
                                    position=lambda: source.size, path=source.path, refine=rules.runs)
+        self.external = None
+        try:
+            self.external = _ExternalCounts(source.path, rules.count_anchors) if use_grep else None
+        except BaseException:
+            self.close()  # no child left behind
+            raise
 
     def _blocks(self) -> Iterator[bytes]:
         state, source = self.state, self.source

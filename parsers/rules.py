@@ -240,7 +240,8 @@ class RuleSet:
         self.rules = [r for r in rules if r.emits != COUNT]
         self.count_rules = [r for r in rules if r.emits == COUNT]
         for rule in self.rules:
-            rule.compile()
+            if rule.fast is not None:  # the others compile when a line first needs them: most
+                rule.compile()         # never do in a served log, and start-up is on the clock
         self.anchors: dict[str, list[Rule]] = {}
         for rule in self.rules:
             self.anchors.setdefault(rule.anchor, []).append(rule)
