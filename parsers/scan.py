@@ -121,6 +121,7 @@ class LineScanner:
         self.count_anchors = {a.encode("utf-8"): kind for a, kind in count_anchors.items()}
         self.kinds = sorted(set(self.count_anchors.values()))
         self.engine = engine or ("hyperscan" if _hs is not None else "python")
+        self._is_newline: Any = None  # numpy's scratch array for a block's newlines
         if self.engine == "hyperscan":
             if _hs is None:
                 raise RuntimeError("hyperscan is not installed")
@@ -181,7 +182,12 @@ class LineScanner:
             if np is not None:
                 # one vectorised pass finds every newline; each hit's line number is then a
                 # binary search, not a count over the gap before it
-                newlines = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+                # into one reused buffer: a new 8 MiB array per block costs page faults
+                if self._is_newline is None or len(self._is_newline) < len(block):
+                    self._is_newline = np.empty(len(block), dtype=bool)
+                is_newline = self._is_newline[:len(block)]
+                np.equal(np.frombuffer(block, np.uint8), 10, out=is_newline)
+                newlines = np.flatnonzero(is_newline)
                 before = newlines.searchsorted([start for start, _, _ in hits]).tolist() if hits else []
             pos = 0
             line_no = base
@@ -210,6 +216,22 @@ class LineScanner:
             offset += len(block)
         yield pending if anchors else no_counts
         yield base
+
+
+def _reuse_freed_blocks() -> None:  # pragma: no cover - runs in the scanning child
+    """glibc's malloc gives the top of its heap back to the kernel when a block is freed there
+    (here: by the hashing thread) and maps fresh pages for the next block: ~30,000 page faults
+    and 0.12 s of system time per 500 MB.  The child keeps freed memory for the next block
+    instead (its peak stays a few blocks).  A no-op where there is no glibc."""
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_mmap_threshold, 64 * 1024 * 1024)  # blocks from the heap, not a mapping each
+    mallopt(m_trim_threshold, 256 * 1024 * 1024)
 
 
 class ChildScan:
@@ -251,6 +273,7 @@ class ChildScan:
                ) -> None:  # pragma: no cover
         status = 0
         try:
+            _reuse_freed_blocks()
             spool = self._spool
             written = sent = 0
 
