@@ -363,8 +363,11 @@ def get_or_create_deploy(session: Session, info: DeployInfo) -> m.Deploy:
     return deploy
 
 
+_JSON = json.JSONEncoder(sort_keys=True, default=str)  # what json.dumps(value, sort_keys=True, default=str) builds each call
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+    return _JSON.encode(value)
 
 
 def plain_text(value: Any) -> str | None:
