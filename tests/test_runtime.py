@@ -161,6 +161,28 @@ def test_every_runtime_sample_is_stored_as_the_parser_read_it(db, cli, tmp_path,
     assert len(expected) > 50 and stored == expected
 
 
+def test_two_boots_with_staged_samples_each_keep_their_own(db, cli, tmp_path, monkeypatch):
+    import parsers
+    from ledger.store import SampleSpool
+
+    one, two = tmp_path / "one.log", tmp_path / "two.log"
+    for path, seed in ((one, "3"), (two, "4")):
+        subprocess.run([sys.executable, str(ROOT / "bench" / "make_runtime_log.py"), str(path), "--mb", "0.5",
+                        "--seed", seed], check=True)
+    log = tmp_path / "restarted.log"
+    log.write_bytes(one.read_bytes() + two.read_bytes())  # the server came back: a second boot
+    boots = parsers.parse_file(str(log), year=2026)
+    assert len(boots) == 2
+    monkeypatch.setattr(SampleSpool, "LIMIT", 5)
+    cli("ingest", str(log), "--year", "2026")
+    for boot_id, boot in enumerate(boots, start=1):
+        stored = dbrows(db, f"SELECT kind, line, engine, generation_throughput_tps, spec_drafted_tokens "
+                            f"FROM runtime_sample WHERE boot_id = {boot_id} ORDER BY id")
+        expected = [(s.kind, s.line, s.engine, s.values.get("generation_throughput_tps"),
+                     s.values.get("spec_drafted_tokens")) for s in boot.runtime]
+        assert len(expected) > 20 and stored == expected
+
+
 def test_pandas_frames_for_notebooks(db, cli):
     import ledger.frames as lf
 
