@@ -613,6 +613,12 @@ def _store_boot_once(ledger: Ledger, boot: parsers.Boot, source_path: str, sha25
 
 
 _SAMPLE_COLUMNS = ["boot_id", "kind", "line", "logged_at", "engine", *_ALL_SERIES]
+_INSERT_SAMPLE = f"INSERT INTO runtime_sample ({', '.join(_SAMPLE_COLUMNS)}) "
+
+
+def _mark(conn) -> str:
+    """The driver's placeholder: SQLite's ``?`` or psycopg's ``%s``."""
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
 
 def insert_sample_rows(session: Session, rows: list[tuple]) -> None:
@@ -622,10 +628,8 @@ def insert_sample_rows(session: Session, rows: list[tuple]) -> None:
     if not rows:
         return
     conn = session.connection()
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    sql = (f"INSERT INTO runtime_sample ({', '.join(_SAMPLE_COLUMNS)}) "
-           f"VALUES ({', '.join([mark] * len(_SAMPLE_COLUMNS))})")
-    conn.exec_driver_sql(sql, rows)
+    mark = _mark(conn)
+    conn.exec_driver_sql(_INSERT_SAMPLE + f"VALUES ({', '.join([mark] * len(_SAMPLE_COLUMNS))})", rows)
 
 
 def _insert_samples(session: Session, boot_id: int, spool: SampleSpool, year: str | None, attached: bool) -> None:
@@ -633,16 +637,15 @@ def _insert_samples(session: Session, boot_id: int, spool: SampleSpool, year: st
     statement as literals, so no row is built again on its way in; staged rows on the same
     connection go in with one INSERT … SELECT."""
     conn = session.connection()
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    into = f"INSERT INTO runtime_sample ({', '.join(_SAMPLE_COLUMNS)}) "
+    mark = _mark(conn)
     if attached:
         # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
         stamp = f"'{int(year):04d}-' || stamp" if year else "CAST(NULL AS VARCHAR(32))"
-        conn.exec_driver_sql(into + f"SELECT {int(boot_id)}, kind, line, {stamp}, engine, {', '.join(_ALL_SERIES)} "
+        conn.exec_driver_sql(_INSERT_SAMPLE + f"SELECT {int(boot_id)}, kind, line, {stamp}, engine, {', '.join(_ALL_SERIES)} "
                                     f"FROM ({spool.copy_statement()}) AS staged")
         return
     stamp = f"'{int(year):04d}-' || {mark}" if year else f"CAST(NULL AS VARCHAR(32)) || {mark}"
-    sql = into + f"VALUES ({int(boot_id)}, {mark}, {mark}, {stamp}, {', '.join([mark] * (len(_ALL_SERIES) + 1))})"
+    sql = _INSERT_SAMPLE + f"VALUES ({int(boot_id)}, {mark}, {mark}, {stamp}, {', '.join([mark] * (len(_ALL_SERIES) + 1))})"
     for batch in spool.batches():
         conn.exec_driver_sql(sql, batch)
 

@@ -201,7 +201,7 @@ class BootAssembler:
         boot._last_ts = (samples[-1].timestamp, None)
         for kind, n in Counter(s.kind for s in samples).items():
             boot.samples[kind] = boot.samples.get(kind, 0) + n
-        # as _add_sample one at a time: each sample lets the held-back stats sample go, and a
+        # as _on_runtime one at a time: each sample lets the held-back stats sample go, and a
         # stats sample is held back in turn
         out = samples if boot._last_stats is None else [boot._last_stats, *samples]
         if samples[-1].kind == "engine_stats":
@@ -339,25 +339,21 @@ class BootAssembler:
         boot.failures.append(failure)
 
     def _on_runtime(self, boot: Boot, ev: Event) -> None:
-        self._runtime(boot, ev.line.number, ev.line.timestamp, ev.line.year, ev.data)
-
-    def _runtime(self, boot: Boot, number: int, timestamp: str | None, year: int | None, d: dict[str, Any]) -> None:
+        d = ev.data
         if d["kind"] == "engine_stats_extra":  # V0's separate prefix-hit line follows the stats line
             last = boot._last_stats
-            if last is not None and number - last.line <= _MERGE_WINDOW:
+            if last is not None and ev.line.number - last.line <= _MERGE_WINDOW:
                 last.values.update(d["values"])
             return
         # the values dict is the event's own (made per line), so the sample may keep it
-        self._add_sample(boot, RuntimeSample(d["kind"], number, timestamp, d["engine"], d["values"]))
-        self._ready(boot, number, timestamp, year)
-
-    def _add_sample(self, boot: Boot, sample: RuntimeSample) -> None:
+        sample = RuntimeSample(d["kind"], ev.line.number, ev.line.timestamp, d["engine"], d["values"])
         boot.samples[sample.kind] = boot.samples.get(sample.kind, 0) + 1
         self._flush_stats(boot)
         if sample.kind == "engine_stats":
             boot._last_stats = sample  # held back one line: V0 may add its prefix-hit line
         else:
             self._emit(boot, [sample])
+        self._ready(boot, ev.line.number, ev.line.timestamp, ev.line.year)
 
     def _flush_stats(self, boot: Boot) -> None:
         if boot._last_stats is not None:

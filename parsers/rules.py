@@ -150,9 +150,9 @@ class Rule:
 
     def fast_data(self, record: str) -> dict[str, Any] | None:
         """The event data of a record in the rule's FastShape; None for any other record."""
+        if self.fast is None:
+            return None
         if self._fast is None:
-            if self.fast is None:
-                return None
             self.compile()
         m = self._fast.fullmatch(record)
         return None if m is None else self.fast.data(m.groups())
@@ -161,8 +161,10 @@ class Rule:
         """(process, pid, sample) of a raw line in vLLM's plain shape holding a record in the
         rule's FastShape, read in one match — what ``parse_line`` and ``events`` give for it;
         None for any other line."""
-        if self._fast_line is None or not plain_candidate(raw):
+        if self.fast is None or not plain_candidate(raw):
             return None
+        if self._fast_line is None:
+            self.compile()
         m = self._fast_line.fullmatch(raw.decode("ascii"))
         if m is None:
             return None
@@ -239,9 +241,8 @@ class RuleSet:
     def __init__(self, rules: Iterable[Rule], engine: str | None = None):
         self.rules = [r for r in rules if r.emits != COUNT]
         self.count_rules = [r for r in rules if r.emits == COUNT]
-        for rule in self.rules:
-            if rule.fast is not None:  # the others compile when a line first needs them: most
-                rule.compile()         # never do in a served log, and start-up is on the clock
+        # no rule compiles here: each does when a line first needs it (most never do in a served
+        # log, and start-up is on the clock)
         self.anchors: dict[str, list[Rule]] = {}
         for rule in self.rules:
             self.anchors.setdefault(rule.anchor, []).append(rule)
@@ -319,7 +320,7 @@ class RuleSet:
         texts = self.scanner().anchor_texts
         # an anchor only one rule keys on, and that rule has a FastShape: a line holding it alone
         # and in the plain shape is read in one match
-        shortcut = [rules[0] if len(rules) == 1 and rules[0]._fast_line is not None and not rules[0].wraps
+        shortcut = [rules[0] if len(rules) == 1 and rules[0].fast is not None and not rules[0].wraps
                     else None for rules in (self.anchors[a] for a in texts)]
         run: RuntimeRun | None = None
         for hit in hits:

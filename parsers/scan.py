@@ -11,9 +11,10 @@ Hyperscan (``pip install 'vllm-ledger[fast]'``), which scans all anchors in one 
 several GB/s, and a pure-Python fallback that runs ``bytes.find`` once per anchor.  Counting
 uses ``bytes.count`` on the gaps between event lines, so count lines never cost a Python step.
 
-A large plain file is scanned in a forked child (``scan_in_child``): reading, hashing, anchor
-search and line counting run on a second core while this process turns the hits into events;
-the hits come back in order through a pipe, so the result is the same as scanning here.
+A large plain file is scanned in a forked child (``ChildScan``): reading, hashing, anchor
+search and line counting run on a second core while this process turns the hits into events
+(the child reads runs of runtime records too, while this process is behind); the items come
+back in order, so the result is the same as scanning here.
 """
 
 from __future__ import annotations
