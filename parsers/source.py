@@ -107,7 +107,7 @@ class Source:
                     yield chunk[: cut + 1]
             if carry:
                 yield carry
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, gzip.BadGzipFile, *_zstd_errors()) as exc:
             raise SourceError(f"{self.display}: cannot read: {exc}") from None
         finally:
             pending.put(None)
@@ -149,6 +149,12 @@ class Source:
                 raise SourceError(f"{path}: is zstd-compressed; install 'zstandard'") from None
             return zstandard.ZstdDecompressor().stream_reader(f, closefd=True)  # type: ignore
         return f
+
+
+def _zstd_errors() -> tuple[type[Exception], ...]:
+    """zstandard's error for a damaged stream (not an OSError), once zstandard is in use."""
+    zstandard = sys.modules.get("zstandard")
+    return (zstandard.ZstdError,) if zstandard is not None else ()
 
 
 def looks_binary(sample: str) -> bool:

@@ -201,6 +201,16 @@ def test_compressed_inputs(db, cli, tmp_path):
     assert r.exit_code == 0 and len(r.output.strip().splitlines()) == 2
 
 
+def test_a_damaged_zstd_file_is_one_line(db, cli, tmp_path):
+    pytest.importorskip("zstandard")
+    bad = tmp_path / "boot.log.zst"
+    bad.write_bytes(b"\x28\xb5\x2f\xfd" + F008.read_bytes())  # zstd's magic, then no zstd frame
+    r = cli("ingest", str(bad))
+    assert r.exit_code == 1
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"error: {bad}: cannot read: zstd decompress error: ")
+
+
 def test_stdin(db, cli):
     r = cli("ingest", "-", input=F008.read_text())
     assert r.exit_code == 0 and "kv 67,728 tokens" in r.output
