@@ -14,6 +14,7 @@ import queue
 import stat
 import sys
 import threading
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -107,7 +108,7 @@ class Source:
                     yield chunk[: cut + 1]
             if carry:
                 yield carry
-        except (OSError, EOFError, gzip.BadGzipFile, *_zstd_errors()) as exc:
+        except (OSError, EOFError, zlib.error, *_zstd_errors()) as exc:  # a damaged gzip or zstd stream too
             raise SourceError(f"{self.display}: cannot read: {exc}") from None
         finally:
             pending.put(None)

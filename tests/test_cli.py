@@ -211,6 +211,16 @@ def test_a_damaged_zstd_file_is_one_line(db, cli, tmp_path):
     assert line.startswith(f"error: {bad}: cannot read: zstd decompress error: ")
 
 
+def test_a_damaged_gzip_file_is_one_line(db, cli, tmp_path):
+    data = gzip.compress(F008.read_bytes())
+    bad = tmp_path / "boot.log.gz"
+    bad.write_bytes(data[:20] + bytes(b ^ 0xFF for b in data[20:60]) + data[60:])  # the deflate stream broken
+    r = cli("ingest", str(bad))
+    assert r.exit_code == 1
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"error: {bad}: cannot read: ")
+
+
 def test_stdin(db, cli):
     r = cli("ingest", "-", input=F008.read_text())
     assert r.exit_code == 0 and "kv 67,728 tokens" in r.output
