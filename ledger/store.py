@@ -409,6 +409,10 @@ class Staging:
                 self.schema = "staging."
             else:
                 self.raw = sqlite3.connect("", isolation_level=None)
+            # nothing here is ever rolled back or needed after a crash: no journal (dropping the
+            # tables wrote every page to one again) and no syncs
+            for pragma in ("journal_mode = OFF", "synchronous = OFF"):
+                self.raw.execute(f"PRAGMA {self.schema}{pragma}")
         self._tables += 1
         name = f"{self.schema}samples_{self._tables}"
         self.raw.execute(f"CREATE TABLE {name} ({', '.join(columns)})")

@@ -275,6 +275,9 @@ class ChildScan:
         status = 0
         try:
             _reuse_freed_blocks()
+            # numpy only marks newlines here: OpenBLAS's thread pool (one thread per core, started
+            # on import) would cost the child ~0.1 s of CPU for nothing
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
             spool = self._spool
             written = sent = 0
 
