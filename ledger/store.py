@@ -29,7 +29,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 import parsers
-from parsers.vocabulary import ENGINE_STATS_SERIES, RUNTIME_KINDS, RUNTIME_SERIES, SPEC_DECODE_SERIES
+from parsers.vocabulary import RUNTIME_KIND_SERIES, RUNTIME_KINDS, RUNTIME_SERIES
 
 from . import models as m
 from .errors import LedgerError
@@ -509,28 +509,25 @@ class SampleSpool:
         self.rows = {kind: [] for kind in RUNTIME_KINDS}
 
 
-_PER_POSITION = "spec_per_position_acceptance"
-_ALL_SERIES = [*(n for n in RUNTIME_SERIES if n != _PER_POSITION), _PER_POSITION]
-_KIND_SERIES = {"engine_stats": list(ENGINE_STATS_SERIES),
-                "spec_decode": [n for n in SPEC_DECODE_SERIES if n != _PER_POSITION]}
+_ALL_SERIES = list(RUNTIME_SERIES)
 # a spooled row of each kind: its order among the boot's samples (the rowid), then its
 # runtime_sample columns but boot_id and kind, with vLLM's stamp (no year: that is known when the
 # boot ends) for logged_at
-_SPOOL_COLUMNS = {kind: ["seq INTEGER PRIMARY KEY", "line", "stamp", "engine", *series,
-                         *([_PER_POSITION] if kind == "spec_decode" else [])]
-                  for kind, series in _KIND_SERIES.items()}
+_SPOOL_COLUMNS = {kind: ["seq INTEGER PRIMARY KEY", "line", "stamp", "engine", *series]
+                  for kind, series in RUNTIME_KIND_SERIES.items()}
 # where each of (line, stamp, engine, *_ALL_SERIES) sits in a kind's spooled row
 _WIDEN = {kind: [cols.index(c) if c in cols else None for c in ["line", "stamp", "engine", *_ALL_SERIES]]
           for kind, cols in _SPOOL_COLUMNS.items()}
 
 
 def _spool_row(seq: int, r: parsers.RuntimeSample) -> tuple:
-    v = r.values
+    # the figures are in the kind's series order, the order of its spooled columns; the
+    # per-position list (spec decode's last series) is stored as JSON
     if r.kind == "spec_decode":
-        per_position = v.get(_PER_POSITION)
-        return (seq, r.line, r.timestamp, r.engine, *map(v.get, _KIND_SERIES["spec_decode"]),
+        per_position = r.figures[-1]
+        return (seq, r.line, r.timestamp, r.engine, *r.figures[:-1],
                 None if per_position is None else _json(per_position))
-    return (seq, r.line, r.timestamp, r.engine, *map(v.get, _KIND_SERIES["engine_stats"]))
+    return (seq, r.line, r.timestamp, r.engine, *r.figures)
 
 
 def store_boot(ledger: Ledger, boot: parsers.Boot, source_path: str, sha256: str | None,

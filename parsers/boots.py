@@ -343,10 +343,10 @@ class BootAssembler:
         if d["kind"] == "engine_stats_extra":  # V0's separate prefix-hit line follows the stats line
             last = boot._last_stats
             if last is not None and ev.line.number - last.line <= _MERGE_WINDOW:
-                last.values.update(d["values"])
+                boot._last_stats = RuntimeSample.of(last.kind, last.line, last.timestamp, last.engine,
+                                                    {**last.values, **d["values"]})
             return
-        # the values dict is the event's own (made per line), so the sample may keep it
-        sample = RuntimeSample(d["kind"], ev.line.number, ev.line.timestamp, d["engine"], d["values"])
+        sample = RuntimeSample.of(d["kind"], ev.line.number, ev.line.timestamp, d["engine"], d["values"])
         boot.samples[sample.kind] = boot.samples.get(sample.kind, 0) + 1
         self._flush_stats(boot)
         if sample.kind == "engine_stats":

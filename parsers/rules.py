@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import parse as parselib
 
 from . import units
+from .vocabulary import RUNTIME_KIND_SERIES
 from .lines import PLAIN_GROUPS, PLAIN_SHAPE, Line, fast_line, parse_line, plain_candidate
 from .scan import Hit
 
@@ -37,29 +38,43 @@ class Event:
 
 
 class RuntimeSample(NamedTuple):
-    """One stats interval or spec-decode report of a boot."""
+    """One stats interval or spec-decode report of a boot.  ``figures`` holds one value per
+    series of the kind (``RUNTIME_KIND_SERIES``), None for a series the line does not print: a
+    tuple, which a served log's millions of samples carry to the database as they are."""
 
     kind: str  # "engine_stats" | "spec_decode"
     line: int
     timestamp: str | None
     engine: int | None
-    values: dict[str, Any]
+    figures: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, kind: str, line: int, timestamp: str | None, engine: int | None,
+           values: dict[str, Any]) -> "RuntimeSample":
+        """The sample of a record whose figures are named (an extractor's ``values``)."""
+        return cls(kind, line, timestamp, engine, tuple(map(values.get, RUNTIME_KIND_SERIES[kind])))
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The figures the line printed, by series name."""
+        return {name: v for name, v in zip(RUNTIME_KIND_SERIES[self.kind], self.figures) if v is not None}
 
 
 @dataclass(frozen=True)
 class FastShape:
     """The one exact shape of a runtime record that a served log holds by the million: a regex for
-    the whole message with one group per figure, and ``convert(groups) -> (engine, values)``.  A
+    the whole message with one group per figure, and ``convert(groups) -> (engine, figures)``.  A
     record in any other shape takes the rule's general extractor; tests hold both to the same
     result."""
 
     kind: str  # the runtime sample kind ("engine_stats", "spec_decode")
     pattern: str
-    convert: Callable[[tuple[str, ...]], tuple[int | None, dict[str, Any]]]
+    convert: Callable[[tuple[str, ...]], tuple[int | None, tuple[Any, ...]]]
 
     def data(self, groups: tuple[str, ...]) -> dict[str, Any]:
         """The event data the general extractor gives for the record."""
-        engine, values = self.convert(groups)
+        engine, figures = self.convert(groups)
+        values = {n: v for n, v in zip(RUNTIME_KIND_SERIES[self.kind], figures) if v is not None}
         return {"kind": self.kind, "engine": engine, "values": values}
 
 
@@ -170,8 +185,8 @@ class Rule:
             return None
         groups = m.groups()
         process, pid, _level, timestamp, _file = groups[:PLAIN_GROUPS]
-        engine, values = self.fast.convert(groups[PLAIN_GROUPS:])
-        return process, pid if pid is None else int(pid), RuntimeSample(self.fast.kind, number, timestamp, engine, values)
+        engine, figures = self.fast.convert(groups[PLAIN_GROUPS:])
+        return process, pid if pid is None else int(pid), RuntimeSample(self.fast.kind, number, timestamp, engine, figures)
 
     def events(self, line: Line, record: str, text: str) -> list[Event]:
         data = self.fast_data(record) if self.fast is not None else None

@@ -501,30 +501,25 @@ def _spec_v0(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
 # damaged figures, V0) takes the general extractor; tests hold both to the same result.
 # "Engine %03d: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s,
 #  Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%"
-def _stats_values(g: tuple[str, ...]) -> tuple[int | None, dict[str, Any]]:
-    return int(g[0]), {
-        R.prompt_throughput_tps: float(g[1]), R.generation_throughput_tps: float(g[2]), R.running_reqs: int(g[3]),
-        R.waiting_reqs: int(g[4]), R.gpu_kv_cache_usage_pct: float(g[5]), R.prefix_cache_hit_rate_pct: float(g[6]),
-    }
+# figures in ENGINE_STATS_SERIES order: V0's swapped, pending and CPU KV usage are not printed
+def _stats_figures(g: tuple[str, ...]) -> tuple[int | None, tuple[Any, ...]]:
+    return int(g[0]), (float(g[1]), float(g[2]), int(g[3]), int(g[4]), None, None, float(g[5]), None, float(g[6]))
 
 
 _FAST_STATS = FastShape(
     "engine_stats",
     r"Engine (\d+): Avg prompt throughput: (\d+\.\d) tokens/s, Avg generation throughput: (\d+\.\d) tokens/s, "
     r"Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: (\d+\.\d)%, Prefix cache hit rate: (\d+\.\d)%",
-    _stats_values,
+    _stats_figures,
 )
 
 
 # "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s,
 #  Drafted throughput: %.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens,
 #  Per-position acceptance rate: %s, Avg Draft acceptance rate: %.1f%%"
-def _spec_values(g: tuple[str, ...]) -> tuple[int | None, dict[str, Any]]:
-    return None, {
-        R.spec_mean_acceptance_length: float(g[0]), R.spec_accepted_tokens: int(g[1]),
-        R.spec_drafted_tokens: int(g[2]), R.spec_draft_acceptance_rate_pct: float(g[4]),
-        R.spec_per_position_acceptance: [float(x) for x in g[3].split(", ")],
-    }
+# figures in SPEC_DECODE_SERIES order
+def _spec_figures(g: tuple[str, ...]) -> tuple[int | None, tuple[Any, ...]]:
+    return None, (float(g[0]), int(g[1]), int(g[2]), float(g[4]), [float(x) for x in g[3].split(", ")])
 
 
 _FAST_SPEC = FastShape(
@@ -532,7 +527,7 @@ _FAST_SPEC = FastShape(
     r"SpecDecoding metrics: Mean acceptance length: (\d+\.\d+), Accepted throughput: \d+\.\d+ tokens/s, "
     r"Drafted throughput: \d+\.\d+ tokens/s, Accepted: (\d+) tokens, Drafted: (\d+) tokens, "
     r"Per-position acceptance rate: (\d\.\d+(?:, \d\.\d+)*), Avg Draft acceptance rate: (\d+\.\d)%",
-    _spec_values,
+    _spec_figures,
 )
 
 

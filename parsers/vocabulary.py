@@ -151,6 +151,8 @@ RUNTIME_SERIES = ENGINE_STATS_SERIES + SPEC_DECODE_SERIES
 R = SimpleNamespace(**{r: r for r in RUNTIME_SERIES})
 
 RUNTIME_KINDS = ("engine_stats", "spec_decode")
+# a sample's figures, in this order (``RuntimeSample.figures``)
+RUNTIME_KIND_SERIES = {"engine_stats": ENGINE_STATS_SERIES, "spec_decode": SPEC_DECODE_SERIES}
 
 
 def is_snake_case_name(name: str) -> bool:

@@ -134,7 +134,7 @@ def test_the_spool_spills_to_disk_and_gives_everything_back():
 
     spool = SampleSpool(Staging(None))
     spool.LIMIT = 10
-    samples = [RuntimeSample("engine_stats", i, "10-01 09:00:00", 0, {"running_reqs": i}) for i in range(35)]
+    samples = [RuntimeSample.of("engine_stats", i, "10-01 09:00:00", 0, {"running_reqs": i}) for i in range(35)]
     for start, end in [(0, 1), (1, 4), (4, 16), (16, 17), (17, 30), (30, 35)]:  # lists as the parser hands them
         spool.add(samples[start:end])
     assert set(spool.tables) == {"engine_stats"} and spool.held == 5  # 30 staged, 5 in memory

@@ -233,7 +233,7 @@ def _as_general(rule, number, raw):
     assert line.raw.encode() == raw and line.year is None  # the evidence and identity are the raw bytes
     (event,) = _general(rule).events(line, line.message, line.raw)
     d = event.data
-    return line.process, line.pid, parsers.RuntimeSample(d["kind"], number, line.timestamp, d["engine"], d["values"])
+    return line.process, line.pid, parsers.RuntimeSample.of(d["kind"], number, line.timestamp, d["engine"], d["values"])
 
 
 @pytest.mark.parametrize("name", ["engine_stats", "spec_decode_v1"])
