@@ -181,24 +181,24 @@ class LineScanner:
             hits = self._event_lines(block)
             np = _numpy() if len(block) >= NUMPY_MIN_BLOCK else None
             if np is not None:
-                # one vectorised pass finds every newline; each hit's line number is then a
-                # binary search, not a count over the gap before it
-                # into one reused buffer: a new 8 MiB array per block costs page faults
+                # one vectorised pass marks every newline (into one reused buffer: a new 8 MiB
+                # array per block costs page faults); a gap's newlines are then counted in C
                 if self._is_newline is None or len(self._is_newline) < len(block):
                     self._is_newline = np.empty(len(block), dtype=bool)
                 is_newline = self._is_newline[:len(block)]
                 np.equal(np.frombuffer(block, np.uint8), 10, out=is_newline)
-                newlines = np.flatnonzero(is_newline)
-                before = newlines.searchsorted([start for start, _, _ in hits]).tolist() if hits else []
+                count_nonzero = np.count_nonzero
+
+                def newlines(a: int, b: int) -> int:
+                    return int(count_nonzero(is_newline[a:b]))
+            else:
+                def newlines(a: int, b: int) -> int:
+                    return block.count(b"\n", a, b)
             pos = 0
             line_no = base
-            for k, (start, end, found) in enumerate(hits):
-                if np is not None:
-                    number = base + before[k] + 1
-                else:
-                    # each newline of the block is counted once: gap by gap, then the rest
-                    line_no += block.count(b"\n", pos, start)
-                    number = line_no + 1
+            for start, end, found in hits:
+                # each newline of the block is counted once: gap by gap, then the rest
+                line_no += newlines(pos, start)
                 if anchors:
                     counts = pending
                     for anchor, kind in anchors.items():
@@ -207,11 +207,11 @@ class LineScanner:
                 else:
                     counts = no_counts
                 pos = end  # the newline after this line belongs to the next gap
-                yield _hit((number, offset + start, block[start:end], found, counts, block, end, None))
+                yield _hit((line_no + 1, offset + start, block[start:end], found, counts, block, end, None))
             # the rest of the block: counts carry over to the next hit (or the end)
             for anchor, kind in anchors.items():
                 pending[kind] += count_lines(block, anchor, pos)
-            base = base + len(newlines) if np is not None else line_no + block.count(b"\n", pos)
+            base = line_no + newlines(pos, len(block))
             if block and not block.endswith(b"\n"):
                 base += 1
             offset += len(block)
