@@ -38,9 +38,13 @@ def _open(db: str | None):
     from .store import open_ledger
 
     ledger = open_ledger(_db(db))
-    if ledger.backup is not None:
-        click.echo(f"ledger: upgraded the schema; backup of the old ledger at {ledger.backup}", err=True)
+    _say_upgraded(ledger.backup)
     return ledger
+
+
+def _say_upgraded(backup: Any) -> None:
+    if backup is not None:
+        click.echo(f"ledger: upgraded the schema; backup of the old ledger at {backup}", err=True)
 
 
 @contextmanager
@@ -66,11 +70,9 @@ class LedgerGroup(click.Group):
             raise click.ClickException(str(exc)) from None
         except Exception as exc:
             # a database that fails under us (read-only file, full disk, server gone): one line
-            from sqlalchemy.exc import SQLAlchemyError
+            from .writing import describe_db_error, is_database_error
 
-            if isinstance(exc, SQLAlchemyError):
-                from .store import describe_db_error
-
+            if is_database_error(exc):
                 raise click.ClickException(describe_db_error(exc)) from None
             raise
 
@@ -142,8 +144,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 repo: str | None, year: int | None, rules: Any, as_json: bool, db: str | None,
                 started: Any) -> None:
     from .ingest import ingest_file, repo_state
-    from .queries import export
-    from .store import DeployInfo
+    from .writing import DeployInfo, open_writer
 
     dirty = None
     if repo:
@@ -154,13 +155,16 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
     info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty)
     failed = 0
     stored_ids: list[str] = []
-    with _ledger(db) as ledger:
+    # the ingest writes with the database driver alone (no SQLAlchemy to load: ledger.writing)
+    writer = open_writer(_db(db))
+    _say_upgraded(writer.backup)
+    try:
         # the modules and the open ledger live until exit: the collector need not walk them
         # again each time the parse's short-lived objects trigger a full collection
         gc.freeze()
         for i, path in enumerate(logs):
             progress = _Progress(path) if sys.stderr.isatty() else None
-            result = ingest_file(ledger, path, info, rules, year=year, progress=progress,
+            result = ingest_file(writer, path, info, rules, year=year, progress=progress,
                                  on_stored=_streamed(path, as_json) if path == "-" else None,
                                  started=started if i == 0 else None)
             if progress:
@@ -176,7 +180,12 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
             if result.existing and not result.stored and not as_json:
                 click.echo(f"{path}: already in the ledger ({result.existing} boot"
                            f"{'s' if result.existing != 1 else ''}, sha256 {result.sha256[:12]}); nothing stored")
-        if as_json:
+    finally:
+        writer.close()
+    if as_json:
+        from .queries import export
+
+        with _ledger(db) as ledger:
             click.echo(json.dumps(export(ledger, stored_ids) if stored_ids else [], indent=2))
     if failed:
         raise click.exceptions.Exit(1)

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from . import models as m
-from .store import _SAMPLE_COLUMNS, Ledger, _retrying, insert_sample_rows
+from .store import Ledger, insert_sample_rows
+from .writing import _SAMPLE_COLUMNS, retrying
 
 
 @dataclass
@@ -66,7 +67,7 @@ def copy_ledger(src: Ledger, dst: Ledger) -> CopyResult:
                     insert_sample_rows(t, [(row.id, *r) for r in samples[i:i + 5000]])
                 return row.id
 
-        new_id = _retrying(write)
+        new_id = retrying(write)
         if new_id is None:
             result.present += 1
         else:

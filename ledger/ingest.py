@@ -13,8 +13,8 @@ from parsers.rules import RuleSet
 
 from .errors import LedgerError
 
-if TYPE_CHECKING:  # the store (SQLAlchemy) loads only once a file has started: see start_parse
-    from .store import DeployInfo, Ledger
+if TYPE_CHECKING:  # the writer loads only once a file has started: see start_parse
+    from .writing import DeployInfo, Writer
 
 
 @dataclass
@@ -35,17 +35,17 @@ def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None
         return None
 
 
-def ingest_file(ledger: Ledger, path: str, info: DeployInfo, rules: RuleSet | None = None,
+def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | None = None,
                 year: int | None = None, on_stored: Callable[[int, parsers.Boot], None] | None = None,
                 progress: Callable[[int], None] | None = None, started: parsers.Parse | None = None) -> FileResult:
     """Parse and store one input.  Each boot is written in its own transaction as soon as it is
     complete (from a stream: while the stream goes on); runtime samples are spooled, so memory
     stays flat whatever the input's size.  ``started``: the input's Parse from ``start_parse``."""
-    from .store import SampleSpool, Staging, set_source_sha256, store_boot
+    from .writing import SampleSpool, Staging, set_source_sha256, store_boot
 
     result = FileResult(path)
     source = started.source if started is not None else parsers.Source(path)
-    staging = Staging(ledger)
+    staging = Staging(writer)
     spools: dict[int, SampleSpool] = {}
 
     def sink(boot: parsers.Boot, samples: list[parsers.RuntimeSample]) -> None:
@@ -57,7 +57,7 @@ def ingest_file(ledger: Ledger, path: str, info: DeployInfo, rules: RuleSet | No
     def on_boot(boot: parsers.Boot) -> None:
         spool = spools.pop(id(boot), None)
         try:
-            bid = store_boot(ledger, boot, source.display, source.sha256 or None, info, spool)
+            bid = store_boot(writer, boot, source.display, source.sha256 or None, info, spool)
         finally:
             if spool is not None:
                 spool.close()
@@ -77,7 +77,7 @@ def ingest_file(ledger: Ledger, path: str, info: DeployInfo, rules: RuleSet | No
     finally:
         staging.close()
     result.sha256 = source.sha256
-    set_source_sha256(ledger, [bid for bid, _ in result.stored], source.sha256)
+    set_source_sha256(writer, [bid for bid, _ in result.stored], source.sha256)
     return result
 
 

@@ -235,14 +235,12 @@ def test_sql_still_reads_table_info(db, cli):
     ("_store_boot_once", "attempt to write a readonly database", "the ledger file or its folder is read-only"),
 ])
 def test_a_database_error_while_writing_is_one_line_and_keeps_nothing(db, cli, monkeypatch, target, error, hint):
-    from sqlalchemy.exc import OperationalError
-
-    import ledger.store as store
+    import ledger.writing as writing
 
     def fail(*args, **kwargs):
-        raise OperationalError("INSERT", {}, sqlite3.OperationalError(error))
+        raise sqlite3.OperationalError(error)  # what the driver raises (psycopg's errors read alike)
 
-    monkeypatch.setattr(store, target, fail)
+    monkeypatch.setattr(writing, target, fail)
     r = cli("ingest", str(F008))
     assert r.exit_code == 1
     assert r.output.strip() == f"Error: ledger database error: {error} ({hint})"

@@ -76,6 +76,51 @@ def test_a_new_ledger_does_not_import_alembic(tmp_path):
     assert out.strip() == "False"
 
 
+def test_an_ingest_does_not_import_sqlalchemy(tmp_path):
+    """The ingest writes through the sqlite3 module alone (ledger.writing): into a new ledger
+    and into one at the head revision, SQLAlchemy (a third of a second) is never imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ledger.cli import main\n"
+            "try: main(['ingest', '--db', sys.argv[1], '--year', '2026', sys.argv[2]])\n"
+            "except SystemExit as e: assert e.code in (0, None), e.code\n"
+            "print(sorted(m for m in ('sqlalchemy', 'alembic', 'pandas') if m in sys.modules))")
+    db = str(tmp_path / "l.db")
+    for log in (F008, next(REAL.glob("017_*.log"))):  # a new ledger, then the same one again
+        done = subprocess.run([sys.executable, "-c", code, db, str(log)], capture_output=True, text=True, check=True)
+        assert done.stdout.splitlines()[-1] == "[]"
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT count(*) FROM boot").fetchone() == (2,)
+    con.close()
+
+
+def test_an_ingest_into_a_newer_ledger_is_refused_untouched(tmp_path, cli):
+    path = tmp_path / "l.db"
+    open_ledger(str(path)).dispose()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    con.commit()
+    con.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    r = cli("ingest", "--db", str(path), str(F008))
+    assert r.exit_code == 1 and "newer than this version of ledger knows" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_plain_sqlite_paths_are_opened_without_sqlalchemy():
+    from pathlib import Path
+
+    from ledger.sqlite_file import plain_sqlite_path
+
+    assert plain_sqlite_path("sqlite:////srv/ledger.db") == Path("/srv/ledger.db")
+    assert plain_sqlite_path("sqlite:///relative.db") == Path("relative.db")
+    for url in ("sqlite:///l.db?mode=ro", "sqlite:///:memory:", "sqlite://", "sqlite+pysqlite:////x.db",
+                "postgresql+psycopg://u@h/db"):
+        assert plain_sqlite_path(url) is None, url
+
+
 def test_foreign_keys_and_busy_timeout_are_on(tmp_path):
     ledger = open_ledger(str(tmp_path / "l.db"))
     with ledger.engine.connect() as conn:
@@ -131,14 +176,14 @@ def test_db_current_without_a_ledger_says_so(tmp_path, cli):
 def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path, monkeypatch):
     """One transaction per boot: an error half-way through writes no part of the boot."""
     import parsers
-    from ledger import store
+    from ledger import writing
 
-    ledger = open_ledger(str(tmp_path / "l.db"))
+    writer = writing.open_writer(str(tmp_path / "l.db"))
     boot = parsers.parse_file(str(F008), year=2026)[0]
-    boot.facts[2].value = "not a number"  # the third fact insert fails inside the transaction
-    with pytest.raises(Exception):
-        store.store_boot(ledger, boot, str(F008), "f" * 64, store.DeployInfo())
-    ledger.dispose()
+    boot.facts[2].value = "not a number"  # the third fact fails inside the transaction
+    with pytest.raises(ValueError):
+        writing.store_boot(writer, boot, str(F008), "f" * 64, writing.DeployInfo())
+    writer.close()
     con = sqlite3.connect(tmp_path / "l.db")
     assert con.execute("SELECT count(*) FROM boot").fetchone() == (0,)
     assert con.execute("SELECT count(*) FROM fact").fetchone() == (0,)

@@ -93,3 +93,15 @@ def test_reingesting_a_file_after_the_upgrade_stores_nothing(old_copy, cli):
     con = sqlite3.connect(old_copy)
     assert con.execute("SELECT count(*) FROM boot").fetchone() == (6,)
     con.close()
+
+
+def test_an_ingest_upgrades_an_old_ledger_says_so_and_stores(old_copy, cli):
+    log = next(p for p in sorted((ROOT / "fixtures" / "real").glob("*.log")) if not p.name.startswith("008_"))
+    r = cli("ingest", "--db", str(old_copy), "--year", "2026", str(log))
+    assert r.exit_code == 0
+    assert "ledger: upgraded the schema; backup of the old ledger at" in r.output
+    assert list(old_copy.parent.glob("ledger.db.0001_initial.*.bak"))
+    con = sqlite3.connect(old_copy)
+    assert con.execute("SELECT version_num FROM alembic_version").fetchone() == (HEAD_REVISION,)
+    assert con.execute("SELECT count(*) FROM boot").fetchone() == (7,)  # six before, and this one
+    con.close()
