@@ -91,10 +91,9 @@ def open_writer(db: str | None = None) -> Writer:
     path = plain_sqlite_path(resolve_url(db))
     if path is not None:
         check_sqlite_target(path, create=True)
-        conn = _connect(path)
-        if _at_head(conn, path):
+        conn = _open_at_head(path)
+        if conn is not None:
             return Writer(conn, True, conn.close)
-        conn.close()
     # an older SQLite ledger (migrated, with a backup), a newer one (refused), another database
     from .store import open_ledger
 
@@ -108,39 +107,34 @@ def open_writer(db: str | None = None) -> Writer:
     return Writer(raw.driver_connection, ledger.is_sqlite, close, ledger.backup)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _open_at_head(path: Path) -> sqlite3.Connection | None:
+    """A connection to the file if it is at ``HEAD_REVISION`` — a new (empty) file gets the head
+    schema first; None for a file ``ledger.store`` must open (to migrate it, or refuse it)."""
+    conn, handed_on = None, False
     try:
         conn = sqlite3.connect(str(path), isolation_level=None)
         apply_settings(conn)
-        return conn
-    except sqlite3.OperationalError as exc:
-        raise LedgerError(f"{path}: cannot open the ledger: {_reason(exc)}") from None
-    except sqlite3.DatabaseError as exc:
-        raise LedgerError(f"{path}: is not a ledger database ({_reason(exc)})") from None
-
-
-def _at_head(conn: sqlite3.Connection, path: Path) -> bool:
-    """Whether the file is at ``HEAD_REVISION``, building the schema into a new (empty) file."""
-    try:
         rev = sqlite_revision(conn)
-        if rev is not None or not is_empty(conn):
-            return rev == HEAD_REVISION
-        conn.execute("BEGIN IMMEDIATE")  # one creator at a time
-        try:
-            if is_empty(conn):  # again, under the lock: another process may have built it
-                build_new(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return sqlite_revision(conn) == HEAD_REVISION
+        if rev is None and is_empty(conn):
+            conn.execute("BEGIN IMMEDIATE")  # one creator at a time
+            try:
+                if is_empty(conn):  # again, under the lock: another process may have built it
+                    build_new(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            rev = sqlite_revision(conn)
+        handed_on = rev == HEAD_REVISION
+        return conn if handed_on else None
     except sqlite3.OperationalError as exc:
-        conn.close()
         raise LedgerError(f"{path}: cannot open the ledger: {_reason(exc)}") from None
     except sqlite3.DatabaseError as exc:
-        conn.close()
         raise LedgerError(f"{path}: is not a ledger database ({_reason(exc)})") from None
+    finally:
+        if conn is not None and not handed_on:
+            conn.close()
 
 
 # -- errors -------------------------------------------------------------------------------------------

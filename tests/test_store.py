@@ -95,18 +95,28 @@ def test_an_ingest_does_not_import_sqlalchemy(tmp_path):
     con.close()
 
 
-def test_an_ingest_into_a_newer_ledger_is_refused_untouched(tmp_path, cli):
+@pytest.fixture
+def newer_ledger(tmp_path):
+    """A ledger whose schema revision this version of ledger does not know."""
     path = tmp_path / "l.db"
     open_ledger(str(path)).dispose()
     con = sqlite3.connect(path)
     con.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
     con.commit()
     con.close()
-    before = hashlib.sha256(path.read_bytes()).hexdigest()
-    r = cli("ingest", "--db", str(path), str(F008))
+    return path
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_an_ingest_into_a_newer_ledger_is_refused_untouched(newer_ledger, cli):
+    before = _digest(newer_ledger)
+    r = cli("ingest", "--db", str(newer_ledger), str(F008))
     assert r.exit_code == 1 and "newer than this version of ledger knows" in r.output
     assert len(r.output.strip().splitlines()) == 1
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert _digest(newer_ledger) == before
 
 
 def test_plain_sqlite_paths_are_opened_without_sqlalchemy():
@@ -129,17 +139,20 @@ def test_foreign_keys_and_busy_timeout_are_on(tmp_path):
     ledger.dispose()
 
 
-def test_a_ledger_from_a_newer_schema_is_refused_and_left_alone(tmp_path):
-    path = tmp_path / "l.db"
-    open_ledger(str(path)).dispose()
-    con = sqlite3.connect(path)
-    con.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
-    con.commit()
-    con.close()
-    before = hashlib.sha256(path.read_bytes()).hexdigest()
+def test_the_ingest_writer_has_the_same_settings(tmp_path):
+    from ledger.writing import open_writer
+
+    writer = open_writer(str(tmp_path / "l.db"))
+    pragmas = [writer.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("foreign_keys", "busy_timeout", "journal_mode")]
+    writer.close()
+    assert pragmas == [1, 30000, "wal"]
+
+
+def test_a_ledger_from_a_newer_schema_is_refused_and_left_alone(newer_ledger):
+    before = _digest(newer_ledger)
     with pytest.raises(LedgerError, match="newer than this version of ledger knows"):
-        open_ledger(str(path))
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+        open_ledger(str(newer_ledger))
+    assert _digest(newer_ledger) == before
 
 
 def test_a_directory_is_not_a_ledger(tmp_path):
