@@ -728,14 +728,17 @@ def copy_cmd(src: str, dst: str) -> None:
     """
     from .copy import copy_ledger
     from .store import open_ledger
+    from .writing import open_writer
 
     a = open_ledger(src, create=False)
-    b = open_ledger(dst)
     try:
-        result = copy_ledger(a, b)
+        b = open_writer(dst)
+        try:
+            result = copy_ledger(a, b)
+        finally:
+            b.close()
     finally:
         a.dispose()
-        b.dispose()
     click.echo(f"copied {result.copied} boot{'s' if result.copied != 1 else ''} from {src} to {dst}"
                + (f"; {result.present} already there" if result.present else ""))
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from . import models as m
-from .store import Ledger, insert_sample_rows
-from .writing import _SAMPLE_COLUMNS, retrying
+from .store import Ledger
+from .writing import _SAMPLE_COLUMNS, Writer, deploy_id, insert_boot, is_stored, retrying
 
 
 @dataclass
@@ -23,7 +23,9 @@ class CopyResult:
 _SAMPLE_COLS = _SAMPLE_COLUMNS[1:]  # all but boot_id, which the copy assigns
 
 
-def copy_ledger(src: Ledger, dst: Ledger) -> CopyResult:
+def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
+    """Every boot of ``src`` into ``dst``, each in its own transaction, written as the ingest
+    writes a boot (``ledger.writing``); then the deploys' settings."""
     result = CopyResult()
     with src.Session() as s:
         deploys = {d.id: d for d in s.execute(select(m.Deploy)).scalars()}
@@ -44,28 +46,15 @@ def copy_ledger(src: Ledger, dst: Ledger) -> CopyResult:
                                                    .order_by(m.RuntimeSample.id))]
 
         def write():
-            with dst.WriteSession() as t, t.begin():
-                if t.execute(select(m.Boot.id).where(m.Boot.content_sha256 == boot_cols["content_sha256"])).scalar():
+            with dst.transaction() as cur:
+                if is_stored(dst, cur, boot_cols["content_sha256"]):
                     return None
-                d = t.execute(select(m.Deploy).where(m.Deploy.identity == deploy.identity)).scalar_one_or_none()
-                if d is None:
-                    d = m.Deploy(identity=deploy.identity, commit_sha=deploy.commit_sha, image_digest=deploy.image_digest,
-                                 label=deploy.label, dirty=deploy.dirty, created_at=deploy.created_at)
-                    t.add(d)
-                    t.flush()
-                row = m.Boot(deploy_id=d.id, **boot_cols)
-                t.add(row)
-                t.flush()
-                t.add_all(m.Shape(boot_id=row.id, key=k, value=v, value_text=vt, source=src_, line=ln, pack=pk)
-                          for k, v, vt, src_, ln, pk in shape)
-                t.add_all(m.Fact(boot_id=row.id, name=n, value=v, unit=u, precision=p, rank=r, process=pr, line=ln,
-                                 text=tx, pack=pk) for n, v, u, p, r, pr, ln, tx, pk in facts)
-                t.add_all(m.Failure(boot_id=row.id, kind=k, phase=ph, line=ln, text=tx, rank=r, process=pr, figures=fg,
-                                    pack=pk, logged_at=la) for k, ph, ln, tx, r, pr, fg, pk, la in failures)
-                t.flush()
-                for i in range(0, len(samples), 5000):
-                    insert_sample_rows(t, [(row.id, *r) for r in samples[i:i + 5000]])
-                return row.id
+                d = deploy_id(dst, cur, deploy.identity, {
+                    "commit_sha": deploy.commit_sha, "image_digest": deploy.image_digest, "label": deploy.label,
+                    "dirty": deploy.dirty, "created_at": deploy.created_at})
+                copied = insert_boot(dst, cur, d, boot_cols, shape, facts, failures)
+                dst.insert_many(cur, "runtime_sample", _SAMPLE_COLUMNS, [(copied, *r) for r in samples])
+                return copied
 
         new_id = retrying(write)
         if new_id is None:
@@ -73,14 +62,16 @@ def copy_ledger(src: Ledger, dst: Ledger) -> CopyResult:
         else:
             result.copied += 1
             mapped[bid] = new_id
-    with dst.WriteSession() as t, t.begin():
+    q = dst.mark
+    with dst.transaction() as cur:
         for st in settings:
-            d = t.execute(select(m.Deploy).where(m.Deploy.identity == deploys[st.deploy_id].identity)).scalar_one()
+            cur.execute(f"SELECT id FROM deploy WHERE identity = {q}", (deploys[st.deploy_id].identity,))
+            (d,) = cur.fetchone()
             value = st.value
             if st.key == "kv_reference_boot" and int(value) in mapped:
                 value = str(mapped[int(value)])
-            row = t.execute(select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id,
-                                                          m.DeploySetting.key == st.key)).scalar_one_or_none()
-            if row is None:
-                t.add(m.DeploySetting(deploy_id=d.id, key=st.key, value=value, set_at=st.set_at))
+            cur.execute(f'SELECT 1 FROM deploy_setting WHERE deploy_id = {q} AND "key" = {q}', (d, st.key))
+            if cur.fetchone() is None:
+                dst.insert_many(cur, "deploy_setting", ["deploy_id", "key", "value", "set_at"],
+                                [(d, st.key, value, st.set_at)])
     return result

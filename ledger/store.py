@@ -20,12 +20,12 @@ from pathlib import Path
 from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import sessionmaker
 
 from .errors import LedgerError
 from .sqlite_file import (HEAD_REVISION, SQLITE_TEMPLATE, apply_settings, build_new, check_sqlite_target,
                           migrations_dir, resolve_url)
-from .writing import _SAMPLE_COLUMNS, _reason
+from .writing import _reason
 
 
 def _alembic_config(connection=None):
@@ -58,8 +58,8 @@ def _sqlite_begin(conn) -> None:
 class Ledger:
     url: str
     engine: Engine
-    Session: sessionmaker[Session]  # for reading
-    WriteSession: sessionmaker[Session] | None = None  # for writing: takes the write lock at BEGIN
+    Session: sessionmaker  # for reading
+    WriteSession: sessionmaker | None = None  # for writing: takes the write lock at BEGIN
     backup: Path | None = None  # the copy written before an upgrade
 
     @property
@@ -220,21 +220,6 @@ def upgrade(db: str | None = None) -> tuple[str | None, str, Path | None]:
         return before, HEAD_REVISION, backup
     finally:
         ledger.dispose()
-
-
-# -- copying rows (``ledger copy``) -------------------------------------------------------------------
-
-
-def insert_sample_rows(session: Session, rows: list[tuple]) -> None:
-    """Runtime rows (in ``_SAMPLE_COLUMNS`` order) through the driver's executemany with plain
-    tuples: a weeks-long boot has hundreds of thousands of them, and per-row ORM work would
-    dominate the copy."""
-    if not rows:
-        return
-    conn = session.connection()
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    conn.exec_driver_sql(f"INSERT INTO runtime_sample ({', '.join(_SAMPLE_COLUMNS)}) "
-                         f"VALUES ({', '.join([mark] * len(_SAMPLE_COLUMNS))})", rows)
 
 
 if __name__ == "__main__":

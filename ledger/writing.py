@@ -391,16 +391,33 @@ def store_boot(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str
     return retrying(lambda: _store_boot_once(writer, boot, source_path, sha256, deploy_info, spool, year))
 
 
-def _deploy_id(writer: Writer, cur: Any, info: DeployInfo) -> int:
-    ident = info.identity()
-    cur.execute(f"SELECT id, label FROM deploy WHERE identity = {writer.mark}", (ident,))
+def deploy_id(writer: Writer, cur: Any, identity: str, new: dict[str, Any], label: str | None = None) -> int:
+    """The id of the deploy with this identity, created with the columns ``new`` if there is
+    none; ``label`` renames it (a label names the deploy; it is not a measured figure)."""
+    cur.execute(f"SELECT id, label FROM deploy WHERE identity = {writer.mark}", (identity,))
     row = cur.fetchone()
     if row is None:
-        return writer.insert(cur, "deploy", {"identity": ident, "commit_sha": info.commit, "image_digest": info.image,
-                                             "label": info.label, "dirty": info.dirty, "created_at": _now()})
-    if info.label and row[1] != info.label:  # a label names the deploy; it is not a measured figure
-        cur.execute(f"UPDATE deploy SET label = {writer.mark} WHERE id = {writer.mark}", (info.label, row[0]))
+        return writer.insert(cur, "deploy", {"identity": identity, **new})
+    if label and row[1] != label:
+        cur.execute(f"UPDATE deploy SET label = {writer.mark} WHERE id = {writer.mark}", (label, row[0]))
     return row[0]
+
+
+def is_stored(writer: Writer, cur: Any, content_sha256: str) -> bool:
+    """Whether a boot with this content is in the ledger (from this file or another)."""
+    cur.execute(f"SELECT id FROM boot WHERE content_sha256 = {writer.mark}", (content_sha256,))
+    return cur.fetchone() is not None
+
+
+def insert_boot(writer: Writer, cur: Any, deploy: int, boot: dict[str, Any], shape: list[tuple], facts: list[tuple],
+                failures: list[tuple]) -> int:
+    """A boot row and its shape, fact and failure rows (each in its table's column order but the
+    boot id); the new boot's id."""
+    bid = writer.insert(cur, "boot", {"deploy_id": deploy, **boot})
+    writer.insert_many(cur, "shape", _SHAPE_COLUMNS, [(bid, *row) for row in shape])
+    writer.insert_many(cur, "fact", _FACT_COLUMNS, [(bid, *row) for row in facts])
+    writer.insert_many(cur, "failure", _FAILURE_COLUMNS, [(bid, *row) for row in failures])
+    return bid
 
 
 _SHAPE_COLUMNS = ["boot_id", "key", "value", "value_text", "source", "line", "pack"]
@@ -408,39 +425,44 @@ _FACT_COLUMNS = ["boot_id", "name", "value", "unit", "precision", "rank", "proce
 _FAILURE_COLUMNS = ["boot_id", "kind", "phase", "line", "text", "rank", "process", "figures", "pack", "logged_at"]
 
 
+def _boot_rows(boot: parsers.Boot, source_path: str, sha256: str | None) -> tuple[dict[str, Any], list, list, list]:
+    """A parsed boot as ``insert_boot`` takes it: the boot row, its shape, fact and failure rows."""
+    row = dict(
+        content_sha256=boot.content_sha256, source_path=source_path, source_sha256=sha256 or None,
+        boot_index=boot.index, first_line=boot.first_line, last_line=boot.last_line,
+        engine_name=boot.engine_name, engine_version=boot.engine_version, engine_commit=boot.engine_commit,
+        image_digest_in_log=boot.image_digests[0] if boot.image_digests else None,
+        outcome=boot.outcome, started_at=boot.started_at, year_inferred=boot.year_inferred,
+        ready_line=boot.ready_line, ready_at=boot.ready_at, ended_at=boot.ended_at,
+        access_lines=boot.access_lines, request_lines=boot.request_lines, ingested_at=_now(),
+    )
+    shape = [(v.key, _json(v.value), plain_text(v.value), v.source, v.line, v.pack) for v in boot.shape.values()]
+    # a fact's value is a number: float() refuses anything else before it reaches the table
+    facts = [(f.name, float(f.value), f.unit, f.precision, f.rank, f.process, f.line, f.text, f.pack)
+             for f in boot.facts]
+    failures = [(f.kind, f.phase or "unknown", f.line, f.text, f.rank, f.process, _json(f.figures), f.pack,
+                 f.logged_at) for f in boot.failures]
+    return row, shape, facts, failures
+
+
 def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
-                     deploy_info: DeployInfo, spool: SampleSpool | None, year: str | None) -> int | None:
+                     info: DeployInfo, spool: SampleSpool | None, year: str | None) -> int | None:
+    row, shape, facts, failures = _boot_rows(boot, source_path, sha256)
     attached = spool is not None and bool(spool.tables) and spool.staging.attached
     if attached:
         spool.flush()  # all of it into the staging tables, which the writer's connection sees
-    q = writer.mark
     with writer.transaction() as cur:
-        cur.execute(f"SELECT id FROM boot WHERE content_sha256 = {q}", (boot.content_sha256,))
-        if cur.fetchone() is not None:
+        if is_stored(writer, cur, boot.content_sha256):
             return None
         if sha256:
-            cur.execute(f"SELECT id FROM boot WHERE source_sha256 = {q} AND boot_index = {q}", (sha256, boot.index))
+            cur.execute(f"SELECT id FROM boot WHERE source_sha256 = {writer.mark} AND boot_index = {writer.mark}",
+                        (sha256, boot.index))
             if cur.fetchone() is not None:
                 return None  # the same file ingested before (also by a ledger older than content digests)
-        bid = writer.insert(cur, "boot", dict(
-            deploy_id=_deploy_id(writer, cur, deploy_info), content_sha256=boot.content_sha256,
-            source_path=source_path, source_sha256=sha256 or None, boot_index=boot.index,
-            first_line=boot.first_line, last_line=boot.last_line, engine_name=boot.engine_name,
-            engine_version=boot.engine_version, engine_commit=boot.engine_commit,
-            image_digest_in_log=boot.image_digests[0] if boot.image_digests else None,
-            outcome=boot.outcome, started_at=boot.started_at, year_inferred=boot.year_inferred,
-            ready_line=boot.ready_line, ready_at=boot.ready_at, ended_at=boot.ended_at,
-            access_lines=boot.access_lines, request_lines=boot.request_lines, ingested_at=_now(),
-        ))
-        writer.insert_many(cur, "shape", _SHAPE_COLUMNS, [
-            (bid, v.key, _json(v.value), plain_text(v.value), v.source, v.line, v.pack) for v in boot.shape.values()])
-        # a fact's value is a number: float() refuses anything else before it reaches the table
-        writer.insert_many(cur, "fact", _FACT_COLUMNS, [
-            (bid, f.name, float(f.value), f.unit, f.precision, f.rank, f.process, f.line, f.text, f.pack)
-            for f in boot.facts])
-        writer.insert_many(cur, "failure", _FAILURE_COLUMNS, [
-            (bid, f.kind, f.phase or "unknown", f.line, f.text, f.rank, f.process, _json(f.figures), f.pack,
-             f.logged_at) for f in boot.failures])
+        deploy = deploy_id(writer, cur, info.identity(), {
+            "commit_sha": info.commit, "image_digest": info.image, "label": info.label, "dirty": info.dirty,
+            "created_at": _now()}, info.label)
+        bid = insert_boot(writer, cur, deploy, row, shape, facts, failures)
         samples = SampleSpool()
         samples.add(boot.runtime)  # samples the parser kept (no sink)
         if spool is not None:

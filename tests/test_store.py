@@ -186,20 +186,37 @@ def test_db_current_without_a_ledger_says_so(tmp_path, cli):
     assert r.exit_code == 1 and "no ledger here yet" in r.output
 
 
-def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path, monkeypatch):
-    """One transaction per boot: an error half-way through writes no part of the boot."""
+def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path):
+    """One transaction per boot: an error half-way through (the boot row and two facts are
+    written when the third fact breaks a constraint) writes no part of the boot."""
     import parsers
     from ledger import writing
 
     writer = writing.open_writer(str(tmp_path / "l.db"))
     boot = parsers.parse_file(str(F008), year=2026)[0]
-    boot.facts[2].value = "not a number"  # the third fact fails inside the transaction
-    with pytest.raises(ValueError):
+    boot.facts[2].unit = None  # fact.unit is NOT NULL
+    with pytest.raises(sqlite3.IntegrityError, match="fact.unit"):
         writing.store_boot(writer, boot, str(F008), "f" * 64, writing.DeployInfo())
     writer.close()
     con = sqlite3.connect(tmp_path / "l.db")
     assert con.execute("SELECT count(*) FROM boot").fetchone() == (0,)
     assert con.execute("SELECT count(*) FROM fact").fetchone() == (0,)
+    assert con.execute("SELECT count(*) FROM deploy").fetchone() == (0,)
+    con.close()
+
+
+def test_a_fact_value_that_is_not_a_number_is_refused(tmp_path):
+    import parsers
+    from ledger import writing
+
+    writer = writing.open_writer(str(tmp_path / "l.db"))
+    boot = parsers.parse_file(str(F008), year=2026)[0]
+    boot.facts[2].value = "not a number"
+    with pytest.raises(ValueError):
+        writing.store_boot(writer, boot, str(F008), "f" * 64, writing.DeployInfo())
+    writer.close()
+    con = sqlite3.connect(tmp_path / "l.db")
+    assert con.execute("SELECT count(*) FROM boot").fetchone() == (0,)
     con.close()
 
 
