@@ -234,3 +234,21 @@ def test_an_unreachable_postgresql_server_is_one_line(cli):
     r = cli("history", "--db", "postgresql+psycopg://nobody@127.0.0.1:1/none")
     assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1
     assert r.output.startswith("Error: ") and "Traceback" not in r.output
+
+
+def test_the_writer_fills_every_column_the_models_declare():
+    """ledger.writing names its columns itself (it loads no SQLAlchemy); they must stay those of
+    the tables."""
+    import parsers
+    from ledger import models as m
+    from ledger import writing
+
+    def columns(model) -> list[str]:
+        return sorted(c.name for c in model.__table__.columns if c.name != "id")
+
+    for model, written in ((m.Shape, writing._SHAPE_COLUMNS), (m.Fact, writing._FACT_COLUMNS),
+                           (m.Failure, writing._FAILURE_COLUMNS), (m.RuntimeSample, writing._SAMPLE_COLUMNS)):
+        assert sorted(written) == columns(model), model.__tablename__
+    boot = parsers.parse_file(str(F008), year=2026)[0]
+    row, *_ = writing._boot_rows(boot, str(F008), None)
+    assert sorted([*row, "deploy_id"]) == columns(m.Boot)
