@@ -99,7 +99,10 @@ def apply_settings(conn: sqlite3.Connection, _record: object = None) -> None:
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
     try:
-        cur.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
+        # readers never block the writer; a file that is another program's database is left as
+        # it is (WAL is written into the file), to be refused unchanged
+        if is_empty(conn) or sqlite_revision(conn) is not None:
+            cur.execute("PRAGMA journal_mode = WAL")
     except sqlite3.OperationalError:
         pass  # a read-only file: reading still works
     cur.close()
@@ -115,6 +118,11 @@ def sqlite_revision(conn: sqlite3.Connection) -> str | None:
 
 def is_empty(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master").fetchone() is None
+
+
+def foreign_database(path: object) -> LedgerError:
+    return LedgerError(f"{path}: is not a ledger database (it holds other tables and no ledger schema); "
+                       f"the file was not modified")
 
 
 def build_new(conn: sqlite3.Connection) -> None:

@@ -24,7 +24,7 @@ from sqlalchemy.orm import sessionmaker
 
 from .errors import LedgerError
 from .sqlite_file import (HEAD_REVISION, SQLITE_TEMPLATE, apply_settings, build_new, check_sqlite_target,
-                          migrations_dir, resolve_url)
+                          foreign_database, is_empty, migrations_dir, resolve_url)
 from .writing import _reason
 
 
@@ -153,7 +153,9 @@ def _migrate(ledger: Ledger, path: Path | None) -> Path | None:
                     return None
                 if rev is not None and path is not None and path.exists():
                     backup = backup_sqlite(path, rev)
-                if rev is None and sqlite and not raw.execute("SELECT 1 FROM sqlite_master").fetchone():
+                if rev is None and sqlite:
+                    if not is_empty(raw):
+                        raise foreign_database(path or ledger.url)  # another program's file
                     build_new(raw)  # a new file: the schema at head, in one go
                 else:
                     from alembic import command

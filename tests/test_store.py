@@ -252,3 +252,23 @@ def test_the_writer_fills_every_column_the_models_declare():
     boot = parsers.parse_file(str(F008), year=2026)[0]
     row, *_ = writing._boot_rows(boot, str(F008), None)
     assert sorted([*row, "deploy_id"]) == columns(m.Boot)
+
+
+def test_another_programs_sqlite_file_is_refused_untouched(tmp_path, cli):
+    """A --db that names some other program's SQLite database (a typo, a wrong variable) gets
+    no ledger tables written into it."""
+    path = tmp_path / "notes.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE note (body TEXT)")
+    con.execute("INSERT INTO note VALUES ('keep me')")
+    con.commit()
+    con.close()
+    before = _digest(path)
+    for command in (["ingest", str(F008)], ["history"]):
+        r = cli(*command, "--db", str(path))
+        assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+        assert "is not a ledger database (it holds other tables and no ledger schema)" in r.output
+    assert _digest(path) == before
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT name FROM sqlite_master").fetchall() == [("note",)]
+    con.close()
