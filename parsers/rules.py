@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 import parse as parselib
 
 from . import units
-from .vocabulary import RUNTIME_KIND_SERIES
 from .lines import PLAIN_GROUPS, PLAIN_SHAPE, Line, fast_line, parse_line, plain_candidate
 from .scan import Hit
+from .vocabulary import RUNTIME_KIND_SERIES
 
 # What an event is about; the boot assembler dispatches on this.
 FACT, SHAPE, FAILURE, RUNTIME, MARKER, HINT, META, COUNT = (
@@ -57,7 +57,11 @@ class RuntimeSample(NamedTuple):
     @property
     def values(self) -> dict[str, Any]:
         """The figures the line printed, by series name."""
-        return {name: v for name, v in zip(RUNTIME_KIND_SERIES[self.kind], self.figures) if v is not None}
+        return _by_name(self.kind, self.figures)
+
+
+def _by_name(kind: str, figures: tuple[Any, ...]) -> dict[str, Any]:
+    return {name: v for name, v in zip(RUNTIME_KIND_SERIES[kind], figures) if v is not None}
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,7 @@ class FastShape:
     def data(self, groups: tuple[str, ...]) -> dict[str, Any]:
         """The event data the general extractor gives for the record."""
         engine, figures = self.convert(groups)
-        values = {n: v for n, v in zip(RUNTIME_KIND_SERIES[self.kind], figures) if v is not None}
-        return {"kind": self.kind, "engine": engine, "values": values}
+        return {"kind": self.kind, "engine": engine, "values": _by_name(self.kind, figures)}
 
 
 # A run ends after this many records, so a run in flight never holds much memory.
