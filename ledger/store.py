@@ -187,7 +187,9 @@ def write_sqlite_template() -> Path:
         con = sqlite3.connect(f"{tmp}/l.db")
         rows = con.execute("SELECT type, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "
                            "ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, "
-                           "rowid").fetchall()
+                           # indexes by name: the migrations create a table's indexes in set order,
+                           # which changes from one run to the next
+                           "CASE type WHEN 'index' THEN name END, rowid").fetchall()
         version = con.execute("SELECT version_num FROM alembic_version").fetchone()[0]
         con.close()
     out = migrations_dir() / SQLITE_TEMPLATE

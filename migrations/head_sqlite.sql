@@ -125,7 +125,11 @@ CREATE TABLE "boot" (
 	FOREIGN KEY(deploy_id) REFERENCES deploy (id)
 );
 
-CREATE INDEX ix_shape_boot_id ON shape (boot_id);
+CREATE INDEX ix_boot_deploy_id ON boot (deploy_id);
+
+CREATE INDEX ix_boot_outcome ON boot (outcome);
+
+CREATE INDEX ix_boot_source_sha256 ON boot (source_sha256);
 
 CREATE INDEX ix_fact_boot_id ON fact (boot_id);
 
@@ -137,11 +141,7 @@ CREATE INDEX ix_failure_kind ON failure (kind);
 
 CREATE INDEX ix_runtime_sample_boot_id ON runtime_sample (boot_id);
 
-CREATE INDEX ix_boot_outcome ON boot (outcome);
-
-CREATE INDEX ix_boot_source_sha256 ON boot (source_sha256);
-
-CREATE INDEX ix_boot_deploy_id ON boot (deploy_id);
+CREATE INDEX ix_shape_boot_id ON shape (boot_id);
 
 CREATE VIEW boot_figures AS
 SELECT
