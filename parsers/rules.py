@@ -192,7 +192,7 @@ class Rule:
         return process, pid if pid is None else int(pid), RuntimeSample(self.fast.kind, number, timestamp, engine, figures)
 
     def events(self, line: Line, record: str, text: str) -> list[Event]:
-        data = self.fast_data(record) if self.fast is not None else None
+        data = self.fast_data(record)
         if data is not None:
             return [Event(self.emits, line, text, data, self)]
         m = self.search(record)
