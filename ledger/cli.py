@@ -275,7 +275,8 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
       ledger history --deploy qwen-fp8 --outcome failed --format markdown
     """
     from .output import render
-    from .queries import HISTORY_COLUMNS, history as history_rows, humanize_history
+    from .queries import HISTORY_COLUMNS, humanize_history
+    from .queries import history as history_rows
 
     with _ledger(db) as ledger:
         rows = history_rows(ledger, deploy, outcome, since, limit)
@@ -383,7 +384,8 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
       ledger diff 3 4
       ledger diff fp8-4slot bf16-2slot --format markdown
     """
-    from .diff import diff as diff_boots, render_diff
+    from .diff import diff as diff_boots
+    from .diff import render_diff
 
     with _ledger(db) as ledger:
         result = diff_boots(ledger, a, b, show_all)

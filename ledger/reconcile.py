@@ -98,7 +98,7 @@ def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, d
                 raise LedgerError(f"kv_reference_boot={value}: no such boot")
             row = s.execute(select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id,
                                                           m.DeploySetting.key == key)).scalar_one_or_none()
-            now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
             if row is None:
                 s.add(m.DeploySetting(deploy_id=d.id, key=key, value=value, set_at=now))
             else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
 from .output import figures_text, human, render
 
 

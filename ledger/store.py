@@ -23,8 +23,17 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import sessionmaker
 
 from .errors import LedgerError
-from .sqlite_file import (HEAD_REVISION, SQLITE_TEMPLATE, apply_settings, build_new, check_sqlite_target,
-                          foreign_database, is_empty, migrations_dir, resolve_url)
+from .sqlite_file import (
+    HEAD_REVISION,
+    SQLITE_TEMPLATE,
+    apply_settings,
+    build_new,
+    check_sqlite_target,
+    foreign_database,
+    is_empty,
+    migrations_dir,
+    resolve_url,
+)
 from .writing import _reason
 
 

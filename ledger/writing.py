@@ -33,8 +33,16 @@ import parsers
 from parsers.vocabulary import RUNTIME_KIND_SERIES, RUNTIME_KINDS, RUNTIME_SERIES
 
 from .errors import LedgerError
-from .sqlite_file import (HEAD_REVISION, apply_settings, build_new, check_sqlite_target, is_empty,
-                          plain_sqlite_path, resolve_url, sqlite_revision)
+from .sqlite_file import (
+    HEAD_REVISION,
+    apply_settings,
+    build_new,
+    check_sqlite_target,
+    is_empty,
+    plain_sqlite_path,
+    resolve_url,
+    sqlite_revision,
+)
 
 
 class Writer:
@@ -198,7 +206,7 @@ def retrying(write: Callable[[], Any]) -> Any:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 @dataclass

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .boots import Boot, BootAssembler, Failure, Fact, ShapeValue
+from .boots import Boot, BootAssembler, Fact, Failure, ShapeValue
 from .lines import VLLM_LINE_SEARCH, Line, parse_line
 from .rules import Event, Rule, RuleSet, RuntimeRun, RuntimeSample
 from .scan import ChildScan

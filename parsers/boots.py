@@ -17,9 +17,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .lines import Line
-from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, Event, RuntimeRun, RuntimeSample
+from .rules import (
+    COUNT,
+    FACT,
+    FAILURE,
+    HINT,
+    MARKER,
+    META,
+    RUNTIME,
+    SHAPE,
+    Event,
+    RuntimeRun,
+    RuntimeSample,
+)
 from .units import Quantity
-from .vocabulary import FACTS, F, O, P, S, SHAPE_DEFAULTS, summarize
+from .vocabulary import FACTS, SHAPE_DEFAULTS, F, O, P, S, summarize
 
 _START_RANK = {"start:banner": 0, "start:args": 1, "start:engine": 2}
 _PROGRESS = ["progress:load", "progress:loaded", "progress:profiled", "progress:kv", "progress:capture"]

@@ -34,7 +34,7 @@ class Event:
     line: Line
     text: str  # the evidence: the physical line(s) the event was read from
     data: dict[str, Any]
-    rule: "Rule"
+    rule: Rule
 
 
 class RuntimeSample(NamedTuple):
@@ -50,7 +50,7 @@ class RuntimeSample(NamedTuple):
 
     @classmethod
     def of(cls, kind: str, line: int, timestamp: str | None, engine: int | None,
-           values: dict[str, Any]) -> "RuntimeSample":
+           values: dict[str, Any]) -> RuntimeSample:
         """The sample of a record whose figures are named (an extractor's ``values``)."""
         return cls(kind, line, timestamp, engine, tuple(map(values.get, RUNTIME_KIND_SERIES[kind])))
 

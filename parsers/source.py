@@ -44,7 +44,7 @@ class Source:
     path: str
     sha256: str = ""
     size: int = 0
-    _hasher: "hashlib._Hash" = field(default_factory=hashlib.sha256, repr=False)
+    _hasher: hashlib._Hash = field(default_factory=hashlib.sha256, repr=False)
 
     @property
     def plain_file(self) -> bool:
@@ -117,7 +117,7 @@ class Source:
             if raw is not sys.stdin.buffer:
                 raw.close()
 
-    def _hash(self, pending: "queue.Queue[bytes | None]") -> None:
+    def _hash(self, pending: queue.Queue[bytes | None]) -> None:
         while (chunk := pending.get()) is not None:
             self._hasher.update(chunk)
 

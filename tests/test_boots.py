@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import parsers
 from conftest import SYNTH
+
+import parsers
 
 RESTART = SYNTH / "journald-restart-capture-oom-then-ready.log"
 

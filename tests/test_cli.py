@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REAL, SYNTH
 
 F008 = next(REAL.glob("008_*.log"))  # dual 4090: KV pool + spec decode + stats

@@ -7,9 +7,9 @@ import json
 import textwrap
 
 import pytest
+from conftest import ROOT
 
 import parsers
-from conftest import ROOT
 from parsers.packs import PackError, check, discover, load_pack, longest_literal, pack_rules
 
 RADIANCE = ROOT / "fixtures" / "radiance"

@@ -3,9 +3,7 @@ the file prints, with value and line number, and nothing the file does not print
 
 from __future__ import annotations
 
-
 import pytest
-
 from conftest import REAL
 from golden import load, observed
 

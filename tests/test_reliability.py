@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REAL, ROOT
+from dbutil import IS_PG, rows, sqlite_only
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import parsers
-from conftest import REAL, ROOT
-from dbutil import IS_PG, rows, sqlite_only
 
 LOGS = sorted(REAL.glob("*.log"))
 F008 = next(REAL.glob("008_*.log"))

@@ -7,17 +7,17 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from conftest import ROOT
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from reference import reference_boots
 
 import parsers
-from conftest import ROOT
+from parsers import scan
 from parsers.lines import fast_line
 from parsers.rules import RuleSet
-from parsers import scan
 from parsers.scan import available_engines
 from parsers.vllm import BUILTIN_RULES
-from reference import reference_boots
 
 FIXTURES = sorted((ROOT / "fixtures").glob("*/*.log"))
 

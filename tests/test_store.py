@@ -7,8 +7,8 @@ import hashlib
 import sqlite3
 
 import pytest
-
 from conftest import REAL
+
 from ledger.errors import LedgerError
 from ledger.store import HEAD_REVISION, known_revisions, open_ledger, resolve_url
 

@@ -7,8 +7,8 @@ import shutil
 import sqlite3
 
 import pytest
-
 from conftest import ROOT
+
 from ledger.store import HEAD_REVISION, open_ledger
 
 OLD = ROOT / "fixtures" / "ledgers" / "schema-0001-real-boots.db"
