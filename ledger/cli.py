@@ -1,7 +1,7 @@
 """The ``ledger`` command: wiring options to the library and domain errors to exit codes.
 
-Nothing here parses logs or builds SQL; see ``ledger.ingest``, ``ledger.queries``,
-``ledger.diff`` and ``ledger.store``.
+Nothing here parses logs, builds SQL or opens a database itself; see ``ledger.ingest``,
+``ledger.queries``, ``ledger.diff`` and ``ledger.db``.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ def _db(db: str | None) -> str | None:
     return ctx.find_root().params.get("db") if ctx else None
 
 
-def _open(db: str | None):
-    from .store import open_ledger
+def _open(db: str | None, mode: str):
+    from .db.connect import connect
 
-    ledger = open_ledger(_db(db))
+    ledger = connect(_db(db), mode=mode)
     _say_upgraded(ledger.backup)
     return ledger
 
@@ -48,13 +48,22 @@ def _say_upgraded(backup: Any) -> None:
 
 
 @contextmanager
-def _ledger(db: str | None):
-    """The ledger for one command, closed however the command ends."""
-    ledger = _open(db)
+def _opened(db: str | None, mode: str):
+    ledger = _open(db, mode)
     try:
         yield ledger
     finally:
         ledger.dispose()
+
+
+def _reading(db: str | None):
+    """The ledger for a command that only reads, closed however the command ends."""
+    return _opened(db, "read")
+
+
+def _writing(db: str | None):
+    """The ledger for a command that writes (through ``ledger.writer()``)."""
+    return _opened(db, "write")
 
 
 class LedgerGroup(click.Group):
@@ -70,7 +79,7 @@ class LedgerGroup(click.Group):
             raise click.ClickException(str(exc)) from None
         except Exception as exc:
             # a database that fails under us (read-only file, full disk, server gone): one line
-            from .writing import describe_db_error, is_database_error
+            from .db.errors import describe_db_error, is_database_error
 
             if is_database_error(exc):
                 raise click.ClickException(describe_db_error(exc)) from None
@@ -143,8 +152,9 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
 def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
                 repo: str | None, year: int | None, rules: Any, as_json: bool, db: str | None,
                 started: Any) -> None:
+    from .db.connect import open_writer
+    from .db.writes import DeployInfo
     from .ingest import ingest_file, repo_state
-    from .writing import DeployInfo, open_writer
 
     dirty = None
     if repo:
@@ -155,7 +165,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
     info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty)
     failed = 0
     stored_ids: list[str] = []
-    # the ingest writes with the database driver alone (no SQLAlchemy to load: ledger.writing)
+    # the ingest writes with the database driver alone (no SQLAlchemy to load: ledger.db.connect)
     writer = open_writer(_db(db))
     _say_upgraded(writer.backup)
     try:
@@ -185,7 +195,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
     if as_json:
         from .queries import export
 
-        with _ledger(db) as ledger:
+        with _reading(db) as ledger:
             click.echo(json.dumps(export(ledger, stored_ids) if stored_ids else [], indent=2))
     if failed:
         raise click.exceptions.Exit(1)
@@ -278,7 +288,7 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
     from .queries import HISTORY_COLUMNS, humanize_history
     from .queries import history as history_rows
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         rows = history_rows(ledger, deploy, outcome, since, limit)
     if fmt in ("table", "markdown"):
         rows = humanize_history(rows)
@@ -305,7 +315,7 @@ def show(boot: str, fmt: str, db: str | None) -> None:
     from .queries import show as show_boot
     from .showing import render_show
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         obj = show_boot(ledger, boot)
     click.echo(json.dumps(obj, indent=2) if fmt == "json" else render_show(obj))
 
@@ -328,7 +338,7 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
     from .output import render
     from .queries import export as export_objs
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         objs = export_objs(ledger, list(boots) or None)
     if fmt == "json":
         click.echo(json.dumps(objs, indent=2))
@@ -358,12 +368,12 @@ def sql(query: str, fmt: str, db: str | None) -> None:
       ledger sql "SELECT boot_id, value FROM fact WHERE name = 'kv_cache_tokens'"
       ledger sql "SELECT outcome, count(*) FROM boot GROUP BY outcome" --format csv
     """
+    from .db.readonly import run_sql
     from .output import render
-    from .queries import run_sql
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         cols, rows = run_sql(ledger, query)
-    click.echo(render([dict(zip(cols, r)) for r in rows], cols, fmt))
+    click.echo(render([dict(zip(cols, r, strict=True)) for r in rows], cols, fmt))
 
 
 @main.command()
@@ -387,7 +397,7 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     from .diff import diff as diff_boots
     from .diff import render_diff
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         result = diff_boots(ledger, a, b, show_all)
     click.echo(render_diff(result, fmt))
 
@@ -454,7 +464,7 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
                               block_size=block_size, engine_version=engine_version, v0=v0,
                               mamba_page_bytes=mamba_page_bytes)
         elif like:
-            with _ledger(db) as ledger:
+            with _reading(db) as ledger:
                 p = predict_like(ledger, like, kv_bytes, tokens, max_num_seqs, max_model_len, bytes_per_token)
         else:
             p = predict_like(None, None, kv_bytes, tokens, max_num_seqs, max_model_len, bytes_per_token)  # type: ignore[arg-type]
@@ -496,7 +506,7 @@ def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
     """
     from .reconcile import check as run_check
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         results = run_check(ledger, list(deploys) or None)
     if fmt == "json":
         click.echo(json.dumps([{"deploy": r.deploy, "boot": r.boot, "outcome": r.outcome,
@@ -531,7 +541,7 @@ def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) ->
     """
     from .reconcile import set_deploy
 
-    with _ledger(db) as ledger:
+    with _writing(db) as ledger:
         name, current = set_deploy(ledger, deploy_ref, list(assignments))
     click.echo(f"{name}: " + ", ".join(f"{k}={v}" for k, v in sorted(current.items())))
 
@@ -549,7 +559,7 @@ def deploy_list(fmt: str, db: str | None) -> None:
     from .output import render
     from .reconcile import list_deploys
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         rows = list_deploys(ledger)
     click.echo(render(rows, ["deploy", "name", "boots", "settings"] if fmt == "table" else None, fmt))
 
@@ -574,7 +584,7 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
     """
     from .runtime import render_runtime, runtime_report
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         report = runtime_report(ledger, boot)
     click.echo(json.dumps(report, indent=2) if fmt == "json" else render_runtime(report))
 
@@ -599,7 +609,7 @@ def plot_runtime_cmd(boot: str, output: str, db: str | None) -> None:
 
     from .runtime import plot_runtime
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         out = plot_runtime(ledger, boot, Path(output))
     click.echo(f"wrote {out}")
 
@@ -619,7 +629,7 @@ def plot_history_cmd(deploy: str | None, output: str, db: str | None) -> None:
 
     from .runtime import plot_history
 
-    with _ledger(db) as ledger:
+    with _reading(db) as ledger:
         out = plot_history(ledger, deploy, Path(output))
     click.echo(f"wrote {out}")
 
@@ -729,10 +739,9 @@ def copy_cmd(src: str, dst: str) -> None:
       ledger copy ~/.local/share/ledger/ledger.db postgresql+psycopg://ledger@db.lan/ledger
     """
     from .copy import copy_ledger
-    from .store import open_ledger
-    from .writing import open_writer
+    from .db.connect import connect, open_writer
 
-    a = open_ledger(src, create=False)
+    a = connect(src, mode="read", create=False)
     try:
         b = open_writer(dst)
         try:
@@ -762,7 +771,7 @@ def db_upgrade(db: str | None) -> None:
     Example:
       ledger db upgrade --db ~/ledgers/rig1.db
     """
-    from .store import upgrade
+    from .db.connect import upgrade
 
     before, after, backup = upgrade(_db(db))
     if before == after:
@@ -782,9 +791,11 @@ def db_current(db: str | None) -> None:
     Example:
       ledger db current
     """
-    from .store import HEAD_REVISION, current_revision, open_ledger
+    from .db.columns import HEAD_REVISION
+    from .db.connect import connect
+    from .db.migrate import current_revision
 
-    ledger = open_ledger(_db(db), migrate=False, create=False)
+    ledger = connect(_db(db), mode="read", migrate=False, create=False)
     try:
         rev = current_revision(ledger.engine)
     finally:

@@ -6,12 +6,16 @@ identity (commit + image digest, or label) and keep their settings."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from sqlalchemy import select
 
-from . import models as m
-from .store import Ledger
-from .writing import _SAMPLE_COLUMNS, Writer, deploy_id, insert_boot, is_stored, retrying
+from .db import models as m
+from .db.columns import COLUMNS
+from .db.connect import Ledger
+from .db.writer import Writer, retrying
+from .db.writes import CHILD_COLUMNS, deploy_id, insert_boot, is_stored
 
 
 @dataclass
@@ -20,12 +24,17 @@ class CopyResult:
     present: int = 0
 
 
-_SAMPLE_COLS = _SAMPLE_COLUMNS[1:]  # all but boot_id, which the copy assigns
+SAMPLE_COLUMNS = [c for c in COLUMNS["runtime_sample"] if c != "boot_id"]  # boot_id: the copy assigns it
+
+
+def _row(table: str, obj: object) -> tuple:
+    """A child row of a boot as ``insert_boot`` takes it: its columns but boot_id, by name."""
+    return tuple(getattr(obj, c) for c in CHILD_COLUMNS[table])
 
 
 def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
     """Every boot of ``src`` into ``dst``, each in its own transaction, written as the ingest
-    writes a boot (``ledger.writing``); then the deploys' settings."""
+    writes a boot (``ledger.db.writes``); then the deploys' settings."""
     result = CopyResult()
     with src.Session() as s:
         deploys = {d.id: d for d in s.execute(select(m.Deploy)).scalars()}
@@ -35,28 +44,16 @@ def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
     for bid in boot_ids:
         with src.Session() as s:
             b = s.get(m.Boot, bid)
-            shape = [(x.key, x.value, x.value_text, x.source, x.line, x.pack) for x in b.shape]
-            facts = [(f.name, f.value, f.unit, f.precision, f.rank, f.process, f.line, f.text, f.pack) for f in b.facts]
-            failures = [(f.kind, f.phase, f.line, f.text, f.rank, f.process, f.figures, f.pack, f.logged_at)
-                        for f in b.failures]
-            boot_cols = {c.name: getattr(b, c.name) for c in m.Boot.__table__.columns if c.name not in ("id", "deploy_id")}
+            shape = [_row("shape", x) for x in b.shape]
+            facts = [_row("fact", f) for f in b.facts]
+            failures = [_row("failure", f) for f in b.failures]
+            boot_cols = {c: getattr(b, c) for c in COLUMNS["boot"] if c != "deploy_id"}
             deploy = deploys[b.deploy_id]
-            cols = [getattr(m.RuntimeSample, c) for c in _SAMPLE_COLS]
+            cols = [getattr(m.RuntimeSample, c) for c in SAMPLE_COLUMNS]
             samples = [tuple(r) for r in s.execute(select(*cols).where(m.RuntimeSample.boot_id == bid)
                                                    .order_by(m.RuntimeSample.id))]
 
-        def write():
-            with dst.transaction() as cur:
-                if is_stored(dst, cur, boot_cols["content_sha256"]):
-                    return None
-                d = deploy_id(dst, cur, deploy.identity, {
-                    "commit_sha": deploy.commit_sha, "image_digest": deploy.image_digest, "label": deploy.label,
-                    "dirty": deploy.dirty, "created_at": deploy.created_at})
-                copied = insert_boot(dst, cur, d, boot_cols, shape, facts, failures)
-                dst.insert_many(cur, "runtime_sample", _SAMPLE_COLUMNS, [(copied, *r) for r in samples])
-                return copied
-
-        new_id = retrying(write)
+        new_id = retrying(partial(_write_boot, dst, deploy, boot_cols, shape, facts, failures, samples))
         if new_id is None:
             result.present += 1
         else:
@@ -72,6 +69,20 @@ def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
                 value = str(mapped[int(value)])
             cur.execute(f'SELECT 1 FROM deploy_setting WHERE deploy_id = {q} AND "key" = {q}', (d, st.key))
             if cur.fetchone() is None:
-                dst.insert_many(cur, "deploy_setting", ["deploy_id", "key", "value", "set_at"],
-                                [(d, st.key, value, st.set_at)])
+                dst.insert(cur, "deploy_setting", {"deploy_id": d, "key": st.key, "value": value,
+                                                   "set_at": st.set_at})
     return result
+
+
+def _write_boot(dst: Writer, deploy: m.Deploy, boot_cols: dict[str, Any], shape: list[tuple], facts: list[tuple],
+                failures: list[tuple], samples: list[tuple]) -> int | None:
+    """One boot in one transaction; its new id, or None if ``dst`` holds its content already."""
+    with dst.transaction() as cur:
+        if is_stored(dst, cur, boot_cols["content_sha256"]):
+            return None
+        d = deploy_id(dst, cur, deploy.identity, {
+            "commit_sha": deploy.commit_sha, "image_digest": deploy.image_digest, "label": deploy.label,
+            "dirty": deploy.dirty, "created_at": deploy.created_at})
+        copied = insert_boot(dst, cur, d, boot_cols, shape, facts, failures)
+        dst.insert_many(cur, "runtime_sample", ["boot_id", *SAMPLE_COLUMNS], [(copied, *r) for r in samples])
+        return copied

@@ -12,9 +12,9 @@ from typing import Any
 
 from parsers.units import format_bytes
 
+from .db.connect import Ledger
 from .output import human, render
-from .queries import boot_summaries, deploy_name, export_value, resolve_boot
-from .store import Ledger
+from .queries import INTEGER_UNITS, boot_summaries, deploy_name, export_value, resolve_boot
 
 
 @dataclass
@@ -61,7 +61,7 @@ def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> Diff
             vb = export_value(y.value, unit) if y else None
             change = pct = None
             if va is not None and vb is not None:
-                change = export_value(vb - va, unit) if unit in ("bytes", "tokens", "blocks", "slots") else round(vb - va, 6)
+                change = export_value(vb - va, unit) if unit in INTEGER_UNITS else round(vb - va, 6)
                 pct = round((vb - va) / va * 100, 2) if va else None
             if change == 0 and not show_all:
                 continue

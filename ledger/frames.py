@@ -11,11 +11,12 @@ from __future__ import annotations
 import pandas as pd
 from sqlalchemy import text
 
-from .store import Ledger, open_ledger
+from .db.connect import Ledger, connect
+from .verdicts import RECONCILIATION_VIEWS
 
 
 def _read(db: str | Ledger | None, sql: str, **params) -> pd.DataFrame:
-    ledger = db if isinstance(db, Ledger) else open_ledger(db)
+    ledger = db if isinstance(db, Ledger) else connect(db, mode="read")
     try:
         with ledger.engine.connect() as conn:
             return pd.read_sql_query(text(sql), conn, params=params or None)
@@ -47,6 +48,6 @@ def runtime(db: str | Ledger | None = None, boot_id: int | None = None) -> pd.Da
 
 def view(name: str, db: str | Ledger | None = None) -> pd.DataFrame:
     """A reconciliation view: kv_cost_per_token, kv_reconciliation, capacity_contract, budget_ceilings."""
-    if name not in ("kv_cost_per_token", "kv_reconciliation", "capacity_contract", "budget_ceilings"):
+    if name not in RECONCILIATION_VIEWS:
         raise ValueError(f"no view {name!r}")
-    return _read(db, f"SELECT * FROM {name}")  # noqa: S608 - fixed names
+    return _read(db, f"SELECT * FROM {name}")  # one of the fixed names

@@ -14,7 +14,8 @@ from parsers.rules import RuleSet
 from .errors import LedgerError
 
 if TYPE_CHECKING:  # the writer loads only once a file has started: see start_parse
-    from .writing import DeployInfo, Writer
+    from .db.writer import Writer
+    from .db.writes import DeployInfo
 
 
 @dataclass
@@ -41,7 +42,8 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
     """Parse and store one input.  Each boot is written in its own transaction as soon as it is
     complete (from a stream: while the stream goes on); runtime samples are spooled, so memory
     stays flat whatever the input's size.  ``started``: the input's Parse from ``start_parse``."""
-    from .writing import SampleSpool, Staging, set_source_sha256, store_boot
+    from .db.staging import SampleSpool, Staging
+    from .db.writes import set_source_sha256, store_boot
 
     result = FileResult(path)
     source = started.source if started is not None else parsers.Source(path)

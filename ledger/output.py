@@ -8,8 +8,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-FORMATS = ("table", "csv", "json", "jsonl", "markdown")
-
 
 def human(value: Any, unit: str, show_unit: bool = False) -> str:
     """A figure for people: bytes as GiB with the exact count, thousands separators."""
@@ -74,7 +72,7 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
 
     def fmt_row(values: Sequence[str]) -> str:
         parts = []
-        for i, (v, w) in enumerate(zip(values, widths)):
+        for i, (v, w) in enumerate(zip(values, widths, strict=True)):
             parts.append(v.rjust(w) if columns[i] in align_right else v.ljust(w))
         return "  ".join(parts).rstrip()
 

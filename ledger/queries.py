@@ -15,17 +15,18 @@ from sqlalchemy.orm import Session, selectinload
 from parsers.units import format_bytes
 from parsers.vocabulary import F, summarize
 
-from . import models as m
+from .db import models as m
+from .db.connect import Ledger
 from .errors import LedgerError
-from .store import Ledger
+from .verdicts import check_lines_for_boot, verdicts
 
-_INTEGER_UNITS = {"bytes", "tokens", "blocks", "slots"}
+INTEGER_UNITS = {"bytes", "tokens", "blocks", "slots"}  # counted, so exported (and diffed) as integers
 
 
 def export_value(value: float | None, unit: str) -> float | int | None:
     if value is None:
         return None
-    if unit in _INTEGER_UNITS and float(value).is_integer():
+    if unit in INTEGER_UNITS and float(value).is_integer():
         return int(value)
     return value
 
@@ -67,6 +68,14 @@ def resolve_deploys(session: Session, ref: str) -> list[m.Deploy]:
     found = list(session.execute(q).scalars())
     exact = [d for d in found if d.label == ref]
     return exact or found
+
+
+def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
+    """``resolve_deploys``, or the error that no deploy goes by ``ref``."""
+    deploys = resolve_deploys(session, ref)
+    if not deploys:
+        raise LedgerError(f"{ref}: no deploy by that commit, digest or label")
+    return deploys
 
 
 def latest_boot(session: Session, deploy_id: int) -> m.Boot | None:
@@ -114,9 +123,7 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
     with ledger.Session() as s:
         q = select(m.Boot).options(selectinload(m.Boot.deploy))
         if deploy:
-            deploys = resolve_deploys(s, deploy)
-            if not deploys:
-                raise LedgerError(f"{deploy}: no deploy by that commit, digest or label")
+            deploys = deploys_named(s, deploy)
             q = q.where(m.Boot.deploy_id.in_([d.id for d in deploys]))
         if outcome:
             q = q.where(m.Boot.outcome == outcome)
@@ -127,8 +134,6 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
             q = q.limit(limit)
         boots = list(s.execute(q).scalars())
         sums = boot_summaries(s, [b.id for b in boots])
-        from .reconcile import verdicts
-
         checks = verdicts(ledger, [b.id for b in boots])
         rows = []
         for b in boots:
@@ -237,80 +242,5 @@ def show(ledger: Ledger, ref: str) -> dict[str, Any]:
         obj["summary"] = {name: _v(f) for name, f in boot_summaries(s, [bid]).get(bid, {}).items()}
         obj["access_lines"] = b.access_lines
         obj["request_lines"] = b.request_lines
-    from .reconcile import check_lines_for_boot
-
     obj["checks"] = check_lines_for_boot(ledger, bid)
     return obj
-
-
-# -- read-only SQL ------------------------------------------------------------------------------------
-
-
-_READ_PRAGMAS = {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-                 "foreign_key_list", "function_list", "collation_list", "pragma_list"}
-
-
-def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None,
-                          _trigger: str | None) -> int:
-    """SQLite authorizer: reading and functions only.  ATTACH, pragmas that set anything,
-    VACUUM and every write are denied at compile time, whatever the statement's text."""
-    import sqlite3
-
-    if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE):
-        return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS:
-        return sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_DENY
-
-
-def run_sql(ledger: Ledger, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """One query on a read-only connection.  SQLite: opened with mode=ro, query_only on and an
-    authorizer that allows reading only; PostgreSQL: a READ ONLY transaction that is rolled back.
-    Refusals come from the connection, not from looking at the text."""
-    from .store import _sqlite_file
-
-    path = _sqlite_file(ledger.url)
-    if path is None:
-        from sqlalchemy import text as sqltext
-
-        with ledger.engine.connect() as conn:
-            if ledger.engine.dialect.name == "postgresql":
-                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            try:
-                result = conn.execute(sqltext(query))
-                cols = list(result.keys()) if result.returns_rows else []
-                rows = [tuple(r) for r in result] if result.returns_rows else []
-            except Exception as exc:  # noqa: BLE001 - the database's own message is the answer
-                msg = _first_line(exc)
-                if "read-only transaction" in msg:
-                    msg += " (ledger sql is read-only)"
-                raise LedgerError(f"sql: {msg}") from None
-            finally:
-                conn.rollback()
-            return cols, rows
-    import sqlite3
-
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        conn.execute("PRAGMA query_only = ON")
-        conn.set_authorizer(_read_only_authorizer)
-        try:
-            cur = conn.execute(query)
-            rows = cur.fetchall()
-        except sqlite3.ProgrammingError as exc:
-            msg = "one statement at a time" if "one statement" in str(exc) else str(exc)
-            raise LedgerError(f"sql: {msg}") from None
-        except sqlite3.Error as exc:
-            msg = str(exc)
-            if any(w in msg for w in ("not authorized", "authorization denied", "readonly", "read-only")):
-                msg += " (ledger sql is read-only)"
-            raise LedgerError(f"sql: {msg}") from None
-        cols = [d[0] for d in cur.description] if cur.description else []
-        return cols, rows
-    finally:
-        conn.close()
-
-
-def _first_line(exc: Exception) -> str:
-    orig = getattr(exc, "orig", None)
-    return str(orig or exc).strip().splitlines()[0]

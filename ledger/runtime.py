@@ -1,8 +1,8 @@
 """What a served boot did: decode speed, KV usage, prefix hits, speculative acceptance, requests,
 uptime and how it ended (``ledger runtime``), and the charts of ``ledger plot``.
 
-Figures are read from the ``runtime_sample`` table; nothing here parses logs.  matplotlib (and
-pandas, for the charts) are imported only by the plotting functions.
+Figures are read from the ``runtime_sample`` table; nothing here parses logs.  matplotlib is
+imported only by the plotting functions.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from . import models as m
+from .db import models as m
+from .db.connect import Ledger
 from .errors import LedgerError
-from .queries import boot_summaries, deploy_name, resolve_boot, resolve_deploys
-from .store import Ledger
+from .queries import boot_summaries, deploy_name, deploys_named, resolve_boot
 
 
 def _seconds_between(a: str | None, b: str | None) -> float | None:
@@ -186,9 +186,7 @@ def plot_history(ledger: Ledger, deploy: str | None, out: Path) -> Path:
     with ledger.Session() as s:
         q = select(m.Boot).order_by(m.Boot.started_at.asc().nulls_first(), m.Boot.id)
         if deploy:
-            deploys = resolve_deploys(s, deploy)
-            if not deploys:
-                raise LedgerError(f"{deploy}: no deploy by that commit, digest or label")
+            deploys = deploys_named(s, deploy)
             q = q.where(m.Boot.deploy_id.in_([d.id for d in deploys]))
         boots = list(s.execute(q).scalars())
         sums = boot_summaries(s, [b.id for b in boots])

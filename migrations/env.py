@@ -1,11 +1,15 @@
 """Alembic environment for the ledger.
 
-Run by ``ledger.store`` (migrate on open) with a live connection in ``config.attributes``; it
-also works from the ``alembic`` command line with ``-x url=sqlite:///path/to/ledger.db``.
+Run by ``ledger.db.migrate`` (migrate on open) with a live connection in ``config.attributes``;
+it also works from the ``alembic`` command line with ``-x url=sqlite:///path/to/ledger.db``, and
+``alembic revision --autogenerate`` drafts a migration from what the models (``ledger.db.models``)
+declare and a ledger at the head revision lacks.
 """
 
 from alembic import context
 from sqlalchemy import create_engine
+
+from ledger.db.models import Base
 
 config = context.config
 
@@ -13,10 +17,10 @@ config = context.config
 def _run(connection) -> None:
     context.configure(
         connection=connection,
-        target_metadata=None,
+        target_metadata=Base.metadata,
         # SQLite cannot ALTER most things in place; batch mode copies the table instead
         render_as_batch=connection.dialect.name == "sqlite",
-        # ledger.store runs every pending migration inside one transaction it holds the lock of
+        # ledger.db.migrate runs every pending migration inside one transaction it holds the lock of
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -182,7 +182,7 @@ def test_eight_processes_ingesting_into_one_new_ledger(db):
                                *map(str, g)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for g in groups]
     results = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, results):
+    for p, (_out, err) in zip(procs, results, strict=True):
         assert p.returncode == 0, err
         assert "locked" not in err and "Traceback" not in err
     assert rows(db, "SELECT count(*), count(DISTINCT content_sha256) FROM boot") == [(expected, expected)]
@@ -235,7 +235,7 @@ def test_sql_still_reads_table_info(db, cli):
     ("_store_boot_once", "attempt to write a readonly database", "the ledger file or its folder is read-only"),
 ])
 def test_a_database_error_while_writing_is_one_line_and_keeps_nothing(db, cli, monkeypatch, target, error, hint):
-    import ledger.writing as writing
+    import ledger.db.writes as writing
 
     def fail(*args, **kwargs):
         raise sqlite3.OperationalError(error)  # what the driver raises (psycopg's errors read alike)

@@ -9,8 +9,15 @@ import sqlite3
 import pytest
 from conftest import REAL
 
+from ledger.db.columns import HEAD_REVISION
+from ledger.db.connect import connect
+from ledger.db.location import resolve_url
+from ledger.db.migrate import known_revisions
 from ledger.errors import LedgerError
-from ledger.store import HEAD_REVISION, known_revisions, open_ledger, resolve_url
+
+
+def open_ledger(db, **options):
+    return connect(db, mode="write", **options)
 
 F008 = next(REAL.glob("008_*.log"))
 
@@ -23,7 +30,7 @@ def test_models_match_the_migrated_schema(db):
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from ledger.models import Base
+    from ledger.db.models import Base
 
     ledger = open_ledger(db)
     with ledger.engine.connect() as conn:
@@ -51,25 +58,25 @@ def _schema(path) -> list[tuple]:
 
 def test_a_new_ledger_from_the_template_is_what_the_migrations_build(tmp_path):
     """New SQLite ledgers are built from migrations/head_sqlite.sql, not by running each
-    migration; after a new migration, `python -m ledger.store` writes the file again."""
+    migration; after a new migration, `python -m ledger.db.schema` writes the file again."""
     from alembic import command
     from sqlalchemy import create_engine
 
-    from ledger.store import _alembic_config
+    from ledger.db.migrate import alembic_config
 
     engine = create_engine(f"sqlite:///{tmp_path / 'migrated.db'}")
     with engine.begin() as conn:
-        command.upgrade(_alembic_config(conn), "head")
+        command.upgrade(alembic_config(conn), "head")
     engine.dispose()
     open_ledger(str(tmp_path / "new.db")).dispose()
-    assert _schema(tmp_path / "new.db") == _schema(tmp_path / "migrated.db"), "run: python -m ledger.store"
+    assert _schema(tmp_path / "new.db") == _schema(tmp_path / "migrated.db"), "run: python -m ledger.db.schema"
 
 
 def test_a_new_ledger_does_not_import_alembic(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from ledger.store import open_ledger; open_ledger(sys.argv[1]).dispose(); "
+    code = ("import sys; from ledger.db.connect import connect; connect(sys.argv[1], mode='write').dispose(); "
             "print('alembic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "l.db")], capture_output=True, text=True,
                          check=True).stdout
@@ -77,7 +84,7 @@ def test_a_new_ledger_does_not_import_alembic(tmp_path):
 
 
 def test_an_ingest_does_not_import_sqlalchemy(tmp_path):
-    """The ingest writes through the sqlite3 module alone (ledger.writing): into a new ledger
+    """The ingest writes through the sqlite3 module alone (ledger.db.connect.open_writer): into a new ledger
     and into one at the head revision, SQLAlchemy (a third of a second) is never imported."""
     import subprocess
     import sys
@@ -122,7 +129,7 @@ def test_an_ingest_into_a_newer_ledger_is_refused_untouched(newer_ledger, cli):
 def test_plain_sqlite_paths_are_opened_without_sqlalchemy():
     from pathlib import Path
 
-    from ledger.sqlite_file import plain_sqlite_path
+    from ledger.db.location import plain_sqlite_path
 
     assert plain_sqlite_path("sqlite:////srv/ledger.db") == Path("/srv/ledger.db")
     assert plain_sqlite_path("sqlite:///relative.db") == Path("relative.db")
@@ -140,7 +147,7 @@ def test_foreign_keys_and_busy_timeout_are_on(tmp_path):
 
 
 def test_the_ingest_writer_has_the_same_settings(tmp_path):
-    from ledger.writing import open_writer
+    from ledger.db.connect import open_writer
 
     writer = open_writer(str(tmp_path / "l.db"))
     pragmas = [writer.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("foreign_keys", "busy_timeout", "journal_mode")]
@@ -190,9 +197,10 @@ def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path):
     """One transaction per boot: an error half-way through (the boot row and two facts are
     written when the third fact breaks a constraint) writes no part of the boot."""
     import parsers
-    from ledger import writing
+    from ledger.db import writes as writing
+    from ledger.db.connect import open_writer
 
-    writer = writing.open_writer(str(tmp_path / "l.db"))
+    writer = open_writer(str(tmp_path / "l.db"))
     boot = parsers.parse_file(str(F008), year=2026)[0]
     boot.facts[2].unit = None  # fact.unit is NOT NULL
     with pytest.raises(sqlite3.IntegrityError, match="fact.unit"):
@@ -207,9 +215,10 @@ def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path):
 
 def test_a_fact_value_that_is_not_a_number_is_refused(tmp_path):
     import parsers
-    from ledger import writing
+    from ledger.db import writes as writing
+    from ledger.db.connect import open_writer
 
-    writer = writing.open_writer(str(tmp_path / "l.db"))
+    writer = open_writer(str(tmp_path / "l.db"))
     boot = parsers.parse_file(str(F008), year=2026)[0]
     boot.facts[2].value = "not a number"
     with pytest.raises(ValueError):
@@ -237,17 +246,20 @@ def test_an_unreachable_postgresql_server_is_one_line(cli):
 
 
 def test_the_writer_fills_every_column_the_models_declare():
-    """ledger.writing names its columns itself (it loads no SQLAlchemy); they must stay those of
-    the tables."""
+    """The writes name their columns from ledger.db.columns (they load no SQLAlchemy); they must
+    stay those of the tables."""
     import parsers
-    from ledger import models as m
-    from ledger import writing
+    from ledger.db import models as m
+    from ledger.db import writes as writing
+    from ledger.db.staging import SAMPLE_PLACE, SERIES_COLUMNS
 
     def columns(model) -> list[str]:
         return sorted(c.name for c in model.__table__.columns if c.name != "id")
 
-    for model, written in ((m.Shape, writing._SHAPE_COLUMNS), (m.Fact, writing._FACT_COLUMNS),
-                           (m.Failure, writing._FAILURE_COLUMNS), (m.RuntimeSample, writing._SAMPLE_COLUMNS)):
+    for model, written in ((m.Shape, ["boot_id", *writing.CHILD_COLUMNS["shape"]]),
+                           (m.Fact, ["boot_id", *writing.CHILD_COLUMNS["fact"]]),
+                           (m.Failure, ["boot_id", *writing.CHILD_COLUMNS["failure"]]),
+                           (m.RuntimeSample, [*SAMPLE_PLACE, *SERIES_COLUMNS])):
         assert sorted(written) == columns(model), model.__tablename__
     boot = parsers.parse_file(str(F008), year=2026)[0]
     row, *_ = writing._boot_rows(boot, str(F008), None)

@@ -9,7 +9,12 @@ import sqlite3
 import pytest
 from conftest import ROOT
 
-from ledger.store import HEAD_REVISION, open_ledger
+from ledger.db.columns import HEAD_REVISION
+from ledger.db.connect import connect
+
+
+def open_ledger(db):
+    return connect(db, mode="write")
 
 OLD = ROOT / "fixtures" / "ledgers" / "schema-0001-real-boots.db"
 TABLES = ("deploy", "boot", "shape", "fact", "failure", "runtime_sample")
@@ -77,7 +82,7 @@ def test_the_cli_says_it_upgraded_and_where_the_backup_is(old_copy, cli):
     r = cli("history", "--db", str(old_copy), "--format", "csv")
     assert r.exit_code == 0
     assert "ledger: upgraded the schema; backup of the old ledger at" in r.output
-    assert len([l for l in r.output.splitlines() if l[:1].isdigit()]) == 6
+    assert len([line for line in r.output.splitlines() if line[:1].isdigit()]) == 6
 
 
 def test_db_upgrade_command_on_an_old_ledger(old_copy, cli):

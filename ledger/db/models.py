@@ -1,7 +1,9 @@
-"""The ledger's tables as SQLAlchemy 2 typed declarative models.
+"""The ledger's tables as SQLAlchemy 2 typed declarative models: the schema, spelled once.
 
-The schema itself is created and changed by Alembic (``migrations/``); these classes must match
-the head revision (a test compares them).  Column names follow the fact vocabulary.
+Alembic (``migrations/``) creates and changes a ledger's tables to match these classes (a test
+compares the migrated schema to them; ``alembic revision --autogenerate`` drafts the next
+migration from them); ``python -m ledger.db.schema`` derives from them the column lists the
+writes use and a new SQLite file's schema.  Column names follow the fact vocabulary.
 """
 
 from __future__ import annotations

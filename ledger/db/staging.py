@@ -1,0 +1,166 @@
+"""Runtime samples on their way into the ledger: held by kind, a few thousand in memory and the
+rest in a private temporary SQLite database (``Staging``), until their boot's transaction
+copies them in (``writes.store_boot``).  A weeks-long boot costs no more memory than a short
+one, and a killed ingest leaves nothing behind (SQLite removes its temporary file)."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import operator
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import parsers
+from parsers.vocabulary import RUNTIME_KIND_SERIES, RUNTIME_KINDS
+
+from .columns import COLUMNS
+from .writer import Writer, to_json
+
+# where a sample is (and whose), then its figures: the series, in the table's order (each one a
+# series of the vocabulary: a test holds them to it)
+SAMPLE_PLACE = ("boot_id", "kind", "line", "logged_at", "engine")
+SERIES_COLUMNS = [c for c in COLUMNS["runtime_sample"] if c not in SAMPLE_PLACE]
+
+
+class Staging:
+    """Where the runtime samples of an ingest wait for their boot's transaction: a private
+    temporary SQLite database (SQLite's own temporary file, gone when its connection closes,
+    even if the process is killed), so memory stays flat and the rows are bound while the log
+    is still being read.  For a SQLite ledger it is attached to the writer's connection, and a
+    boot's samples go in with one INSERT … SELECT; for another database they are read back in
+    batches."""
+
+    def __init__(self, writer: Writer | None):
+        self.writer = writer
+        self.raw: sqlite3.Connection | None = None
+        self.schema = ""
+        self.attached = False  # to the writer's own connection (a SQLite ledger)
+        self._tables = 0
+
+    def new_table(self, columns: list[str]) -> str:
+        if self.raw is None:
+            if self.writer is not None and self.writer.is_sqlite:
+                self.raw = self.writer.conn
+                self.raw.execute("ATTACH DATABASE '' AS staging")  # '': a private temporary database
+                self.schema, self.attached = "staging.", True
+            else:
+                self.raw = sqlite3.connect("", isolation_level=None)
+            # nothing here is ever rolled back or needed after a crash: no journal (dropping the
+            # tables wrote every page to one again) and no syncs
+            for pragma in ("journal_mode = OFF", "synchronous = OFF"):
+                self.raw.execute(f"PRAGMA {self.schema}{pragma}")
+        self._tables += 1
+        name = f"{self.schema}samples_{self._tables}"
+        self.raw.execute(f"CREATE TABLE {name} ({', '.join(columns)})")
+        return name
+
+    def close(self) -> None:
+        if self.attached:
+            self.raw.execute("DETACH DATABASE staging")
+        elif self.raw is not None:
+            self.raw.close()
+        self.raw, self.attached = None, False
+
+
+class SampleSpool:
+    """Runtime samples of one boot on their way to the database, a table per kind (a row binds
+    only its kind's columns): a few thousand in memory, the rest in tables of the ingest's
+    ``Staging``, so a weeks-long boot costs no more memory than a short one."""
+
+    LIMIT = 5000
+
+    def __init__(self, staging: Staging | None = None) -> None:
+        self.rows: dict[str, list[tuple]] = {kind: [] for kind in RUNTIME_KINDS}
+        self.held = 0  # rows in memory
+        self.seq = 0  # samples so far: a row's first column, the order they came in
+        self.staging = staging
+        self.tables: dict[str, str] = {}
+
+    def add(self, samples: list[parsers.RuntimeSample]) -> None:
+        rows, seq = self.rows, self.seq
+        for sample in samples:
+            seq += 1
+            rows[sample.kind].append(_spool_row(seq, sample))
+        self.seq = seq
+        self.held += len(samples)
+        if self.held >= self.LIMIT and self.staging is not None:
+            self.flush()
+
+    def flush(self) -> None:
+        """Move the rows held in memory into the staging tables."""
+        raw = None
+        for kind, rows in self.rows.items():
+            if not rows:
+                continue
+            if kind not in self.tables:
+                self.tables[kind] = self.staging.new_table(_SPOOL_COLUMNS[kind])
+            if raw is None:
+                raw = self.staging.raw
+                raw.execute("BEGIN")  # touches the staging database only: the ledger is not locked
+            marks = ", ".join(["?"] * len(_SPOOL_COLUMNS[kind]))
+            raw.executemany(f"INSERT INTO {self.tables[kind]} VALUES ({marks})", rows)
+            self.rows[kind] = []
+        if raw is not None:
+            raw.execute("COMMIT")
+        self.held = 0
+
+    def copy_statement(self) -> str:
+        """A SELECT of every staged row as (seq, kind, line, stamp, engine, *series, per-position)
+        in the order the samples came in: a merge of the tables, each in seq (rowid) order, with
+        no sorting."""
+        parts = []
+        for kind, table in self.tables.items():
+            mine = set(_SPOOL_COLUMNS[kind][1:])
+            parts.append(f"SELECT seq, '{kind}' AS kind, line, stamp, engine, "
+                         + ", ".join(c if c in mine else f"NULL AS {c}" for c in SERIES_COLUMNS) + f" FROM {table}")
+        return " UNION ALL ".join(parts) + " ORDER BY seq"
+
+    def batches(self):
+        """Every row as (kind, line, stamp, engine, *series, per-position), in the order the
+        samples came in, a list at a time; each call reads from the start (a retried transaction)."""
+        def wide(kind: str) -> Iterator[tuple[int, tuple]]:
+            staged: Any = ()
+            if kind in self.tables:
+                staged = self.staging.raw.execute(f"SELECT * FROM {self.tables[kind]} ORDER BY seq")
+            widen = _WIDEN[kind]
+            for row in itertools.chain(staged, self.rows[kind]):
+                yield row[0], (kind, *(None if i is None else row[i] for i in widen))
+
+        streams = [wide(kind) for kind in RUNTIME_KINDS]
+        batch: list[tuple] = []
+        for _, row in heapq.merge(*streams, key=operator.itemgetter(0)):
+            batch.append(row)
+            if len(batch) >= self.LIMIT:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def close(self) -> None:
+        if self.staging is not None and self.staging.raw is not None:
+            for table in self.tables.values():
+                self.staging.raw.execute(f"DROP TABLE {table}")
+        self.tables = {}
+        self.rows = {kind: [] for kind in RUNTIME_KINDS}
+
+
+# a spooled row of each kind: its order among the boot's samples (the rowid), then its
+# runtime_sample columns but boot_id and kind, with vLLM's stamp (no year: that is known when the
+# boot ends) for logged_at
+_SPOOL_COLUMNS = {kind: ["seq INTEGER PRIMARY KEY", "line", "stamp", "engine", *series]
+                  for kind, series in RUNTIME_KIND_SERIES.items()}
+# where each of (line, stamp, engine, *SERIES_COLUMNS) sits in a kind's spooled row
+_WIDEN = {kind: [cols.index(c) if c in cols else None for c in ["line", "stamp", "engine", *SERIES_COLUMNS]]
+          for kind, cols in _SPOOL_COLUMNS.items()}
+
+
+def _spool_row(seq: int, r: parsers.RuntimeSample) -> tuple:
+    # the figures are in the kind's series order, the order of its spooled columns; the
+    # per-position list (spec decode's last series) is stored as JSON
+    if r.kind == "spec_decode":
+        per_position = r.figures[-1]
+        return (seq, r.line, r.timestamp, r.engine, *r.figures[:-1],
+                None if per_position is None else to_json(per_position))
+    return (seq, r.line, r.timestamp, r.engine, *r.figures)

@@ -1,0 +1,206 @@
+"""Every write the ledger takes, through a ``Writer``: boots (``ledger ingest``, ``ledger copy``),
+the whole input's digest on boots read from a stream, and deploy settings (``ledger deploy set``).
+
+* Each boot is written in its own transaction (SQLite: BEGIN IMMEDIATE, the write lock taken
+  at once); a boot whose content is already in the ledger, or whose file is, is not stored again.
+* The rows of a table are bound as tuples in the order of ``columns.COLUMNS`` (the models'
+  order), by name: nothing here spells a column list of its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import parsers
+
+from ..errors import LedgerError
+from .columns import COLUMNS
+from .staging import SERIES_COLUMNS, SampleSpool
+from .writer import Writer, retrying, to_json
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class DeployInfo:
+    commit: str | None = None
+    image: str | None = None
+    label: str | None = None
+    dirty: bool | None = None
+
+    def identity(self) -> str:
+        if self.commit or self.image:
+            return f"commit={self.commit or ''};image={self.image or ''}"
+        if self.label:
+            return f"label={self.label}"
+        return ""
+
+
+def plain_text(value: Any) -> str | None:
+    """A shape value as plain text for SQL (``fp8``, ``2``, ``true``); JSON for lists and dicts."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return to_json(value)
+
+
+# the columns of a boot's child rows but boot_id, in the table's order: the tuples of
+# insert_boot follow them
+CHILD_COLUMNS = {table: [c for c in COLUMNS[table] if c != "boot_id"] for table in ("shape", "fact", "failure")}
+
+
+def _ordered(table: str, row: dict[str, Any]) -> tuple:
+    return tuple(row[c] for c in CHILD_COLUMNS[table])
+
+
+def store_boot(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
+               info: DeployInfo, spool: SampleSpool | None = None) -> int | None:
+    """Write one boot in one transaction; returns its id, or None if it was already there
+    (the same content, from this file or another)."""
+    deploy_info = info
+    if not info.image and len(boot.image_digests) == 1:
+        # the log printed its own image digest: key the deploy by it
+        deploy_info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty)
+    year = (boot.started_at or boot.ready_at or boot.ended_at or "")[:4] or None
+    return retrying(lambda: _store_boot_once(writer, boot, source_path, sha256, deploy_info, spool, year))
+
+
+def deploy_id(writer: Writer, cur: Any, identity: str, new: dict[str, Any], label: str | None = None) -> int:
+    """The id of the deploy with this identity, created with the columns ``new`` if there is
+    none; ``label`` renames it (a label names the deploy; it is not a measured figure)."""
+    cur.execute(f"SELECT id, label FROM deploy WHERE identity = {writer.mark}", (identity,))
+    row = cur.fetchone()
+    if row is None:
+        return writer.insert(cur, "deploy", {"identity": identity, **new})
+    if label and row[1] != label:
+        cur.execute(f"UPDATE deploy SET label = {writer.mark} WHERE id = {writer.mark}", (label, row[0]))
+    return row[0]
+
+
+def is_stored(writer: Writer, cur: Any, content_sha256: str) -> bool:
+    """Whether a boot with this content is in the ledger (from this file or another)."""
+    cur.execute(f"SELECT id FROM boot WHERE content_sha256 = {writer.mark}", (content_sha256,))
+    return cur.fetchone() is not None
+
+
+def insert_boot(writer: Writer, cur: Any, deploy: int, boot: dict[str, Any], shape: list[tuple], facts: list[tuple],
+                failures: list[tuple]) -> int:
+    """A boot row and its shape, fact and failure rows (each in its table's column order but the
+    boot id); the new boot's id."""
+    bid = writer.insert(cur, "boot", {"deploy_id": deploy, **boot})
+    for table, rows in (("shape", shape), ("fact", facts), ("failure", failures)):
+        writer.insert_many(cur, table, ["boot_id", *CHILD_COLUMNS[table]], [(bid, *row) for row in rows])
+    return bid
+
+
+def _boot_rows(boot: parsers.Boot, source_path: str, sha256: str | None) -> tuple[dict[str, Any], list, list, list]:
+    """A parsed boot as ``insert_boot`` takes it: the boot row, its shape, fact and failure rows."""
+    row = dict(
+        content_sha256=boot.content_sha256, source_path=source_path, source_sha256=sha256 or None,
+        boot_index=boot.index, first_line=boot.first_line, last_line=boot.last_line,
+        engine_name=boot.engine_name, engine_version=boot.engine_version, engine_commit=boot.engine_commit,
+        image_digest_in_log=boot.image_digests[0] if boot.image_digests else None,
+        outcome=boot.outcome, started_at=boot.started_at, year_inferred=boot.year_inferred,
+        ready_line=boot.ready_line, ready_at=boot.ready_at, ended_at=boot.ended_at,
+        access_lines=boot.access_lines, request_lines=boot.request_lines, ingested_at=_now(),
+    )
+    shape = [_ordered("shape", dict(key=v.key, value=to_json(v.value), value_text=plain_text(v.value),
+                                    source=v.source, line=v.line, pack=v.pack)) for v in boot.shape.values()]
+    # a fact's value is a number: float() refuses anything else before it reaches the table
+    facts = [_ordered("fact", dict(name=f.name, value=float(f.value), unit=f.unit, precision=f.precision,
+                                   rank=f.rank, process=f.process, line=f.line, text=f.text, pack=f.pack))
+             for f in boot.facts]
+    failures = [_ordered("failure", dict(kind=f.kind, phase=f.phase or "unknown", line=f.line, text=f.text,
+                                         rank=f.rank, process=f.process, figures=to_json(f.figures), pack=f.pack,
+                                         logged_at=f.logged_at)) for f in boot.failures]
+    return row, shape, facts, failures
+
+
+def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
+                     info: DeployInfo, spool: SampleSpool | None, year: str | None) -> int | None:
+    row, shape, facts, failures = _boot_rows(boot, source_path, sha256)
+    attached = spool is not None and bool(spool.tables) and spool.staging.attached
+    if attached:
+        spool.flush()  # all of it into the staging tables, which the writer's connection sees
+    with writer.transaction() as cur:
+        if is_stored(writer, cur, boot.content_sha256):
+            return None
+        if sha256:
+            cur.execute(f"SELECT id FROM boot WHERE source_sha256 = {writer.mark} AND boot_index = {writer.mark}",
+                        (sha256, boot.index))
+            if cur.fetchone() is not None:
+                return None  # the same file ingested before (also by a ledger older than content digests)
+        deploy = deploy_id(writer, cur, info.identity(), {
+            "commit_sha": info.commit, "image_digest": info.image, "label": info.label, "dirty": info.dirty,
+            "created_at": _now()}, info.label)
+        bid = insert_boot(writer, cur, deploy, row, shape, facts, failures)
+        samples = SampleSpool()
+        samples.add(boot.runtime)  # samples the parser kept (no sink)
+        if spool is not None:
+            _insert_samples(writer, cur, bid, spool, year, attached)
+        _insert_samples(writer, cur, bid, samples, year, False)
+        return bid
+
+
+# the staged rows and the spool's batches are (kind, line, stamp, engine, *series): the table's
+# columns in this order, with boot_id first and the year put in front of the stamp
+_INSERT_SAMPLE = (f"INSERT INTO runtime_sample (boot_id, kind, line, logged_at, engine, {', '.join(SERIES_COLUMNS)}) ")
+
+
+def _insert_samples(writer: Writer, cur: Any, boot_id: int, spool: SampleSpool, year: str | None,
+                    attached: bool) -> None:
+    """A spool's rows as they are: the boot id and the year (vLLM's stamps lack it) go into the
+    statement as literals, so no row is built again on its way in; staged rows on the writer's
+    connection go in with one INSERT … SELECT."""
+    mark = writer.mark
+    if attached:
+        # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
+        stamp = f"'{int(year):04d}-' || stamp" if year else "CAST(NULL AS VARCHAR(32))"
+        cur.execute(_INSERT_SAMPLE + f"SELECT {int(boot_id)}, kind, line, {stamp}, engine, {', '.join(SERIES_COLUMNS)} "
+                                     f"FROM ({spool.copy_statement()}) AS staged")
+        return
+    stamp = f"'{int(year):04d}-' || {mark}" if year else f"CAST(NULL AS VARCHAR(32)) || {mark}"
+    sql = _INSERT_SAMPLE + f"VALUES ({int(boot_id)}, {mark}, {mark}, {stamp}, {', '.join([mark] * (len(SERIES_COLUMNS) + 1))})"
+    for batch in spool.batches():
+        cur.executemany(sql, batch)
+
+
+def set_source_sha256(writer: Writer, boot_ids: list[int], sha256: str) -> None:
+    """Record the whole input's sha256 on boots stored before it was known (a stream)."""
+    if not boot_ids:
+        return
+    q = writer.mark
+    with writer.transaction() as cur:
+        cur.executemany(f"UPDATE boot SET source_sha256 = {q} WHERE id = {q} AND source_sha256 IS NULL",
+                        [(sha256, bid) for bid in boot_ids])
+
+
+def put_deploy_settings(writer: Writer, deploy: int, settings: list[tuple[str, str]]) -> dict[str, str]:
+    """Record (key, value) settings for a deploy, in one transaction; every setting it has now.
+    A ``kv_reference_boot`` must name a boot of the ledger."""
+    q = writer.mark
+
+    def write() -> dict[str, str]:
+        with writer.transaction() as cur:
+            now = _now()
+            for key, value in settings:
+                if key == "kv_reference_boot":
+                    cur.execute(f"SELECT 1 FROM boot WHERE id = {q}", (int(value),))
+                    if cur.fetchone() is None:
+                        raise LedgerError(f"kv_reference_boot={value}: no such boot")
+                cur.execute(f'UPDATE deploy_setting SET value = {q}, set_at = {q} WHERE deploy_id = {q} AND "key" = {q}',
+                            (value, now, deploy, key))
+                if cur.rowcount == 0:
+                    writer.insert(cur, "deploy_setting", {"deploy_id": deploy, "key": key, "value": value,
+                                                          "set_at": now})
+            cur.execute(f'SELECT "key", value FROM deploy_setting WHERE deploy_id = {q}', (deploy,))
+            return dict(cur.fetchall())
+
+    return retrying(write)

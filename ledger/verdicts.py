@@ -1,0 +1,120 @@
+"""The reconciliation views read back: their rows, each boot's verdicts, and the lines
+``ledger check`` and ``ledger show`` print for them.
+
+The arithmetic lives in SQL views (``migrations/versions/0002_*``) so that ``sqlite3``, pandas
+and Datasette see the same numbers; ``VIEWS`` names them, here only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, text
+
+from parsers.units import format_bytes
+
+from .db.connect import Ledger
+from .errors import LedgerError
+
+# what reconciles a boot (the notebooks' ``ledger.frames.view`` offers these), and the views
+# they are built on
+RECONCILIATION_VIEWS = ("kv_cost_per_token", "kv_reconciliation", "capacity_contract", "budget_ceilings")
+VIEWS = ("boot_figures", "boot_kv", "kv_reference", *RECONCILIATION_VIEWS)
+FAILING = {"off", "broken", "over"}
+
+
+def view_rows(ledger: Ledger, view: str, boot_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    if view not in VIEWS:
+        raise LedgerError(f"no view {view!r}")
+    q = f"SELECT * FROM {view}"  # view names come from the fixed list above
+    params: dict[str, Any] = {}
+    stmt = text(q)
+    if boot_ids is not None:
+        if not boot_ids:
+            return []
+        stmt = text(q + " WHERE boot_id IN :ids").bindparams(bindparam("ids", expanding=True))
+        params["ids"] = list(boot_ids)
+    with ledger.engine.connect() as conn:
+        result = conn.execute(stmt, params)
+        return [dict(r._mapping) for r in result]
+
+
+def verdicts(ledger: Ledger, boot_ids: list[int]) -> dict[int, dict[str, str]]:
+    """Per boot: the KV reconciliation, capacity contract and ceiling verdicts."""
+    out: dict[int, dict[str, str]] = {bid: {} for bid in boot_ids}
+    for r in view_rows(ledger, "kv_reconciliation", boot_ids):
+        out[r["boot_id"]]["kv"] = r["verdict"]
+    for r in view_rows(ledger, "capacity_contract", boot_ids):
+        out[r["boot_id"]]["capacity"] = r["verdict"]
+    for r in view_rows(ledger, "budget_ceilings", boot_ids):
+        out[r["boot_id"]]["vram"] = r["vram_verdict"]
+        out[r["boot_id"]]["host"] = r["host_verdict"]
+    return out
+
+
+@dataclass
+class CheckLine:
+    what: str
+    verdict: str
+    detail: str
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{x * 100:+.3f}%"
+
+
+def check_lines_for_boot(ledger: Ledger, boot_id: int) -> list[dict[str, str]]:
+    """The verdicts of one boot, as ``ledger show`` prints them."""
+    rec = view_rows(ledger, "kv_reconciliation", [boot_id])
+    cap = view_rows(ledger, "capacity_contract", [boot_id])
+    ceil = view_rows(ledger, "budget_ceilings", [boot_id])
+    lines = [kv_line(rec[0] if rec else None), capacity_line(cap[0] if cap else None),
+             *ceiling_lines(ceil[0] if ceil else None)]
+    return [line.__dict__ for line in lines]
+
+
+def kv_line(r: dict[str, Any] | None) -> CheckLine:
+    if r is None or r["verdict"] == "insufficient":
+        why = "no KV budget with a token count" if not r or r["measured_tokens"] is None or \
+            r["kv_budget_bytes"] is None else "no comparable ready boot to predict from"
+        return CheckLine("kv reconciliation", "insufficient", why)
+    ref = "itself (the group's reference)" if r["ref_boot_id"] == r["boot_id"] else f"boot {r['ref_boot_id']}"
+    return CheckLine(
+        "kv reconciliation", r["verdict"],
+        f"predicted {r['predicted_tokens']:,.0f} tokens from {ref} at {r['ref_bytes_per_token']:,.2f} B/token, "
+        f"measured {r['measured_tokens']:,.0f}: {_pct(r['relative_error'])} "
+        f"(tolerance {r['tolerance'] * 100:.3f}%, {r['tolerance_note']})")
+
+
+def capacity_line(r: dict[str, Any] | None) -> CheckLine:
+    if r is None or r["verdict"] == "insufficient":
+        return CheckLine("capacity contract", "insufficient",
+                         "needs kv_cache_tokens, max_num_seqs and max_model_len")
+    margin_bytes = "" if r["margin_bytes"] is None else f" ({r['margin_bytes'] / 1e6:,.1f} MB)"
+    return CheckLine(
+        "capacity contract", r["verdict"],
+        f"{r['kv_cache_tokens']:,.0f} tokens vs {r['max_num_seqs']} x {r['max_model_len']:,} = "
+        f"{r['contract_tokens']:,}: margin {r['margin_tokens']:+,.0f} tokens{margin_bytes}")
+
+
+def ceiling_lines(r: dict[str, Any] | None) -> list[CheckLine]:
+    if r is None:
+        return [CheckLine("vram ceiling", "insufficient", ""), CheckLine("host ceiling", "insufficient", "")]
+    if r["vram_verdict"] == "insufficient":
+        vram = CheckLine("vram ceiling", "insufficient",
+                         "needs weights, KV pool and a card ceiling (ledger deploy set D card_ceiling_bytes=…)")
+    else:
+        vram = CheckLine("vram ceiling", r["vram_verdict"],
+                         f"{r['weights_source']} {format_bytes(r['weights_bytes'])} + KV pool "
+                         f"{format_bytes(r['kv_pool_bytes'])} = {format_bytes(r['vram_bytes'])} vs ceiling "
+                         f"{format_bytes(r['card_ceiling_bytes'])} ({r['card_ceiling_source']}): margin "
+                         f"{format_bytes(r['vram_margin_bytes'])}")
+    if r["host_verdict"] == "insufficient":
+        host = CheckLine("host ceiling", "insufficient",
+                         "needs pinned host figures and a cap (ledger deploy set D host_cap_bytes=…)")
+    else:
+        host = CheckLine("host ceiling", r["host_verdict"],
+                         f"pinned {format_bytes(r['host_pinned_bytes'])} vs cap {format_bytes(r['host_cap_bytes'])}: "
+                         f"margin {format_bytes(r['host_margin_bytes'])}")
+    return [vram, host]
