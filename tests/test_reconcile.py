@@ -223,6 +223,21 @@ def test_deploy_set_refuses_bad_settings(seeded, cli):
     assert "expected KEY=VALUE" in cli("deploy", "set", BOOTS[0], "card_ceiling_bytes").output
 
 
+def test_deploy_set_again_replaces_the_value(seeded, cli):
+    cli("deploy", "set", BOOTS[0], "card_ceiling_bytes=30GiB")
+    r = cli("deploy", "set", BOOTS[0], "card_ceiling_bytes=29120MiB", "host_cap_bytes=200GiB")
+    assert r.exit_code == 0
+    assert r.output.strip() == f"{BOOTS[0]}: card_ceiling_bytes={29120 * 2**20}, host_cap_bytes={200 * 2**30}"
+    assert view(seeded, "SELECT key, value FROM deploy_setting ORDER BY key") == [
+        {"key": "card_ceiling_bytes", "value": str(29120 * 2**20)}, {"key": "host_cap_bytes", "value": str(200 * 2**30)}]
+
+
+def test_a_refused_deploy_set_keeps_none_of_its_settings(seeded, cli):
+    r = cli("deploy", "set", BOOTS[0], "card_ceiling_bytes=30GiB", "kv_reference_boot=999")
+    assert r.exit_code == 1 and "no such boot" in r.output
+    assert view(seeded, "SELECT key FROM deploy_setting") == []
+
+
 def test_predict_with_a_config_uses_the_exact_allocator(cli, tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps({"num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 8,

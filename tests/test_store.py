@@ -284,3 +284,24 @@ def test_another_programs_sqlite_file_is_refused_untouched(tmp_path, cli):
     con = sqlite3.connect(path)
     assert con.execute("SELECT name FROM sqlite_master").fetchall() == [("note",)]
     con.close()
+
+
+def test_a_ledger_opened_to_read_hands_out_no_writer(db):
+    ledger = connect(db, mode="read")
+    try:
+        with pytest.raises(LedgerError, match="opened read-only"):
+            ledger.writer()
+    finally:
+        ledger.dispose()
+
+
+def test_a_ledger_opened_to_write_hands_out_a_writer(db):
+    ledger = connect(db, mode="write")
+    writer = ledger.writer()
+    try:
+        with writer.transaction() as cur:
+            cur.execute("SELECT count(*) FROM boot")
+            assert cur.fetchone()[0] == 0
+    finally:
+        writer.close()
+        ledger.dispose()
