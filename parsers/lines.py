@@ -72,10 +72,6 @@ class Line:
     offset: int | None = None  # byte offset of the line in the input, when the scanner knows it
 
     @property
-    def has_header(self) -> bool:
-        return self.level is not None
-
-    @property
     def has_prefix(self) -> bool:
         return self.process is not None or self.level is not None
 

@@ -2,6 +2,7 @@
 
 Decoding is lenient (invalid UTF-8 becomes U+FFFD) so a damaged file still yields every intact
 line.  Nothing here knows about vLLM; ``blocks()`` only hands out text that ends at a newline.
+Also here: what is not log in a log file (a binary file; an excerpt's leading header).
 """
 
 from __future__ import annotations
@@ -156,6 +157,23 @@ def _zstd_errors() -> tuple[type[Exception], ...]:
     """zstandard's error for a damaged stream (not an OSError), once zstandard is in use."""
     zstandard = sys.modules.get("zstandard")
     return (zstandard.ZstdError,) if zstandard is not None else ()
+
+
+def excerpt_header_end(first_block: str) -> int:
+    """Lines of a leading excerpt header: '# key: value' lines closed by a '# ---' line.
+
+    The real fixtures carry one (where the excerpt came from); it is documentation, not log,
+    so no rule may read a figure out of it.
+    """
+    if not first_block.startswith("# "):
+        return 0
+    for n, raw in enumerate(first_block.split("\n", 200)[:200], start=1):
+        text = raw.rstrip("\r")
+        if text == "# ---":
+            return n
+        if not text.startswith("#"):
+            return 0
+    return 0
 
 
 def looks_binary(sample: str) -> bool:

@@ -1,7 +1,7 @@
 """The built-in grammar: what upstream vLLM prints, 0.2.7 to 0.33, as rules.
 
 Each rule carries the format string(s) it reads and the releases that print them, from
-``../shared/reference/vllm-log-lines.md`` (cited as "ref §x").  A wording that changed between
+``docs/vllm-log-lines.md`` (cited as "ref §x").  A wording that changed between
 releases is one rule whose pattern has alternatives, or several rules yielding the same fact.
 Patterns are searched in the message part of a line (after prefix, level, time, file:line).
 """
@@ -14,21 +14,46 @@ from typing import Any
 from . import units
 from .dumps import parse_dict_repr, parse_keyvalue_repr
 from .lines import Line
-from .rules import COUNT, FACT, FAILURE, HINT, MARKER, META, RUNTIME, SHAPE, FastShape, Rule
-from .vocabulary import F, G, K, P, R, S
+from .rules import (
+    Counter,
+    CountRule,
+    Extractor,
+    FactRule,
+    FailureRule,
+    FastShape,
+    Fields,
+    HintRule,
+    Marker,
+    MarkerRule,
+    MetaRule,
+    Rule,
+    RuntimeRule,
+    ShapeRule,
+)
+from .vocabulary import FactName as F
+from .vocabulary import FailureFigure as G
+from .vocabulary import FailureKind as K
+from .vocabulary import Phase as P
+from .vocabulary import RuntimeKind
+from .vocabulary import RuntimeSeries as R
+from .vocabulary import ShapeSource as S
 
 NUM = r"\d[\d,]*"  # an integer, maybe with thousands separators ("1,350,182")
 DEC = r"\d+(?:\.\d+)?"  # a decimal as %.2f / format_gib print it ("9.74", "2.2", "0")
 SIZE_RX = r"\d+(?:\.\d+)? ?(?:bytes|[KMGT]iB)"  # torch format_size: "50.00 MiB", "1024 bytes"
 
 
-def _fact(name: str, anchor: str, pattern: str, fields: dict[str, tuple[str, str | None]],
-          **kw: Any) -> Rule:
-    return Rule(name=name, anchor=anchor, emits=FACT, pattern=pattern, fields=fields, **kw)
+def _fact(name: str, anchor: str, pattern: str, fields: Fields) -> FactRule:
+    return FactRule(name=name, anchor=anchor, pattern=pattern, fields=fields)
 
 
-def _marker(name: str, anchor: str, marker: str, pattern: str | None = None) -> Rule:
-    return Rule(name=name, anchor=anchor, emits=MARKER, marker=marker, pattern=pattern)
+def _marker(name: str, anchor: str, marker: Marker, pattern: str | None = None) -> MarkerRule:
+    return MarkerRule(name=name, anchor=anchor, marker=marker, pattern=pattern)
+
+
+def _shape(name: str, anchor: str, pattern: str, fields: Fields | None = None,
+           extract: Extractor | None = None) -> ShapeRule:
+    return ShapeRule(name=name, anchor=anchor, pattern=pattern, fields=fields or {}, extract=extract)
 
 
 # -- facts --------------------------------------------------------------------------------------
@@ -123,22 +148,22 @@ FACT_RULES = [
 # -- shape knobs printed outside the dumps --------------------------------------------------------
 
 SHAPE_LOG_RULES = [
-    Rule("v0_profile_util", "gpu_memory_utilization (", SHAPE,
+    _shape("v0_profile_util", "gpu_memory_utilization (",
          rf"gpu_memory_utilization \((?P<u>{DEC})\)", fields={"u": ("gpu_memory_utilization", None)}),
-    Rule("v0_064_profile_util", "Memory profiling results: ", SHAPE,
+    _shape("v0_064_profile_util", "Memory profiling results: ",
          rf"gpu_memory_utilization=(?P<u>{DEC})", fields={"u": ("gpu_memory_utilization", None)}),
     # "Chunked prefill is enabled with max_num_batched_tokens=%d."
-    Rule("chunked_prefill", "Chunked prefill is enabled with max_num_batched_tokens=", SHAPE,
+    _shape("chunked_prefill", "Chunked prefill is enabled with max_num_batched_tokens=",
          rf"max_num_batched_tokens=(?P<n>{NUM})", fields={"n": ("max_num_batched_tokens", None)}),
     # hybrid models (0.10+): "Setting attention block size to %d tokens to ensure that attention
     # page size is >= mamba page size."; backends: "Forcing kv cache block size to 64 for FlashMLA
     # backend." (0.8-0.17.1), "Setting kv cache block size to %d for %s backend." (0.18+)
-    Rule("hybrid_block_size", "Setting attention block size to ", SHAPE,
+    _shape("hybrid_block_size", "Setting attention block size to ",
          rf"Setting attention block size to (?P<b>{NUM}) tokens", fields={"b": ("block_size", None)}),
-    Rule("backend_block_size", "kv cache block size to ", SHAPE,
+    _shape("backend_block_size", "kv cache block size to ",
          rf"(?:Forcing|Setting) kv cache block size to (?P<b>{NUM})", fields={"b": ("block_size", None)}),
     # "Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d" (0.8+)
-    Rule("blocks_override", "with num_gpu_blocks_override=", SHAPE,
+    _shape("blocks_override", "with num_gpu_blocks_override=",
          rf"with num_gpu_blocks_override=(?P<n>{NUM})", fields={"n": ("num_gpu_blocks_override", None)}),
 ]
 
@@ -185,10 +210,10 @@ _ENGINE_INIT = r"Initializing an? (?:V[01] )?LLM engine(?: \(v(?P<v>[^)\s]+)\))?
 
 DUMP_RULES = [
     # 0.9.0+ "non-default args: %s" (dict repr)
-    Rule("args_dict", "non-default args: ", SHAPE, r"non-default args: (?P<d>\{.*)$", extract=_args_dict),
+    _shape("args_dict", "non-default args: ", r"non-default args: (?P<d>\{.*)$", extract=_args_dict),
     # 0.2.7-0.8.5 "args: %s" (argparse Namespace)
-    Rule("args_namespace", "args: Namespace(", SHAPE, r"^args: Namespace\((?P<d>.*)$", extract=_args_namespace),
-    Rule("engine_config", "LLM engine", SHAPE, _ENGINE_INIT, extract=_engine_config),
+    _shape("args_namespace", "args: Namespace(", r"^args: Namespace\((?P<d>.*)$", extract=_args_namespace),
+    _shape("engine_config", "LLM engine", _ENGINE_INIT, extract=_engine_config),
 ]
 
 # -- engine identity --------------------------------------------------------------------------------
@@ -210,42 +235,42 @@ def _digest(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
 
 META_RULES = [
     # "vLLM API server version %s" (0.4.0-0.24); "vLLM server version %s, serving model %s" (0.15+)
-    Rule("api_server_version", "server version ", META, r"vLLM (?:API )?server version (?P<v>\S+?),?(?:\s|$)",
+    MetaRule(name="api_server_version", anchor="server version ", pattern=r"vLLM (?:API )?server version (?P<v>\S+?),?(?:\s|$)",
          extract=_version),
     # 0.15+ ASCII logo: "█ ▀▄▀ █  version 0.23.0"
-    Rule("logo_version", "█  version ", META, r"█  version (?P<v>\S+)\s*$", extract=_version),
-    Rule("engine_version", "LLM engine", META, _ENGINE_INIT, extract=_version),
-    Rule("image_digest", "sha256:", META, r"sha256:[0-9a-f]{64}\b", extract=_digest),
+    MetaRule(name="logo_version", anchor="█  version ", pattern=r"█  version (?P<v>\S+)\s*$", extract=_version),
+    MetaRule(name="engine_version", anchor="LLM engine", pattern=_ENGINE_INIT, extract=_version),
+    MetaRule(name="image_digest", anchor="sha256:", pattern=r"sha256:[0-9a-f]{64}\b", extract=_digest),
 ]
 
 # -- boot progress and start-up markers ---------------------------------------------------------------
 
 MARKER_RULES = [
-    _marker("banner_api_server", "server version ", "start:banner", r"vLLM (?:API )?server version \S"),
-    _marker("banner_logo", "█  version ", "start:banner", r"█  version \S+\s*$"),
-    _marker("args_dict_start", "non-default args: ", "start:args", r"non-default args: \{"),
-    _marker("args_namespace_start", "args: Namespace(", "start:args", r"^args: Namespace\("),
-    _marker("engine_init_start", "LLM engine", "start:engine", _ENGINE_INIT),
-    _marker("load_start", "Starting to load model ", "progress:load"),
-    _marker("load_shards", "Loading safetensors checkpoint shards", "progress:load"),
-    _marker("load_done_v0", "Loading model weights took ", "progress:loaded"),
-    _marker("load_done_v1", "Model loading took ", "progress:loaded"),
-    _marker("profiled_v1", "Available KV cache memory: ", "progress:profiled"),
-    _marker("profiled_v0", "the rest of the memory reserved for KV Cache is ", "progress:profiled"),
-    _marker("profiled_064", "Memory profiling results: ", "progress:profiled"),
-    _marker("profiled_reserved", "memory for KV Cache as specified by kv_cache_memory_bytes", "progress:profiled"),
-    _marker("kv_sized_v1", "KV cache size: ", "progress:kv", rf"KV cache size: {NUM} tokens"),
-    _marker("kv_sized_v0", " blocks: ", "progress:kv", rf"# \w+ blocks: {NUM}"),
-    _marker("capture_v0_old", "Capturing the model for CUDA graphs", "progress:capture"),
-    _marker("capture_v0", "Capturing cudagraphs for decoding", "progress:capture"),
-    _marker("capture_v1", "Capturing CUDA graph", "progress:capture"),
+    _marker("banner_api_server", "server version ", Marker.start_banner, r"vLLM (?:API )?server version \S"),
+    _marker("banner_logo", "█  version ", Marker.start_banner, r"█  version \S+\s*$"),
+    _marker("args_dict_start", "non-default args: ", Marker.start_args, r"non-default args: \{"),
+    _marker("args_namespace_start", "args: Namespace(", Marker.start_args, r"^args: Namespace\("),
+    _marker("engine_init_start", "LLM engine", Marker.start_engine, _ENGINE_INIT),
+    _marker("load_start", "Starting to load model ", Marker.progress_load),
+    _marker("load_shards", "Loading safetensors checkpoint shards", Marker.progress_load),
+    _marker("load_done_v0", "Loading model weights took ", Marker.progress_loaded),
+    _marker("load_done_v1", "Model loading took ", Marker.progress_loaded),
+    _marker("profiled_v1", "Available KV cache memory: ", Marker.progress_profiled),
+    _marker("profiled_v0", "the rest of the memory reserved for KV Cache is ", Marker.progress_profiled),
+    _marker("profiled_064", "Memory profiling results: ", Marker.progress_profiled),
+    _marker("profiled_reserved", "memory for KV Cache as specified by kv_cache_memory_bytes", Marker.progress_profiled),
+    _marker("kv_sized_v1", "KV cache size: ", Marker.progress_kv, rf"KV cache size: {NUM} tokens"),
+    _marker("kv_sized_v0", " blocks: ", Marker.progress_kv, rf"# \w+ blocks: {NUM}"),
+    _marker("capture_v0_old", "Capturing the model for CUDA graphs", Marker.progress_capture),
+    _marker("capture_v0", "Capturing cudagraphs for decoding", Marker.progress_capture),
+    _marker("capture_v1", "Capturing CUDA graph", Marker.progress_capture),
     # start-up complete (facts.md "ready"): the engine's last steps, then the server
-    _marker("ready_init_engine", "init engine (profile, create kv cache, warmup model) took ", "ready"),
-    _marker("ready_graphs", "Graph capturing finished in ", "ready"),
-    _marker("ready_api_server", "Starting vLLM API server", "ready"),  # 0.7.3-0.17
-    _marker("ready_server", "Starting vLLM server on ", "ready"),  # 0.18+
-    _marker("ready_uvicorn", "Uvicorn running on ", "ready"),
-    _marker("ready_startup", "Application startup complete", "ready"),
+    _marker("ready_init_engine", "init engine (profile, create kv cache, warmup model) took ", Marker.ready),
+    _marker("ready_graphs", "Graph capturing finished in ", Marker.ready),
+    _marker("ready_api_server", "Starting vLLM API server", Marker.ready),  # 0.7.3-0.17
+    _marker("ready_server", "Starting vLLM server on ", Marker.ready),  # 0.18+
+    _marker("ready_uvicorn", "Uvicorn running on ", Marker.ready),
+    _marker("ready_startup", "Application startup complete", Marker.ready),
 ]
 
 # Traceback frames that tell which start-up step an exception came from (innermost wins).
@@ -260,7 +285,7 @@ _HINTS = {
     P.runtime: ("output_handler",),
 }
 HINT_RULES = [
-    Rule(f"frame_{func}", f", in {func}", HINT, rf", in {re.escape(func)}$", phase=phase)
+    HintRule(name=f"frame_{func}", anchor=f", in {func}", pattern=rf", in {re.escape(func)}$", phase=phase)
     for phase, funcs in _HINTS.items()
     for func in funcs
 ]
@@ -323,10 +348,13 @@ def _message(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
     return {G.message: msg} if msg else {}
 
 
-def _failure(name: str, anchor: str, kind: str, pattern: str | None = None, **kw: Any) -> Rule:
-    extract = kw.pop("extract", _message if pattern and "(?P<m>" in pattern else None)
-    return Rule(name=name, anchor=anchor, emits=FAILURE, pattern=pattern, failure=kind,
-                extract=extract or (lambda m, line, record: {}), **kw)
+def _failure(name: str, anchor: str, kind: K, pattern: str | None = None, *,
+             extract: Extractor | None = None, phase: P | None = None, wraps: bool = False,
+             implies_up: bool = False) -> FailureRule:
+    if extract is None and pattern and "(?P<m>" in pattern:
+        extract = _message
+    return FailureRule(name=name, anchor=anchor, pattern=pattern, failure=kind, extract=extract, phase=phase,
+                       wraps=wraps, implies_up=implies_up)
 
 
 FAILURE_RULES = [
@@ -434,7 +462,7 @@ def _stats(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     if R.prompt_throughput_tps not in values:
         return None
     e = _ENGINE_IDX.search(record)
-    return {"kind": "engine_stats", "engine": int(e.group("e")) if e else None, "values": values}
+    return {"kind": RuntimeKind.engine_stats, "engine": int(e.group("e")) if e else None, "values": values}
 
 
 # V0 0.5.5-0.11: separate "Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%"
@@ -471,7 +499,7 @@ def _spec_v1(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
         values[R.spec_per_position_acceptance] = [
             None if x == "nan" else float(x) for x in pp.group("v").split(", ")
         ]
-    return {"kind": "spec_decode", "engine": None, "values": values} if values else None
+    return {"kind": RuntimeKind.spec_decode, "engine": None, "values": values} if values else None
 
 
 # V0 0.4.1-0.9.2 "Speculative metrics: Draft acceptance rate: {:.3f}, System efficiency: {:.3f},
@@ -493,63 +521,66 @@ def _spec_v0(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
         R.spec_accepted_tokens: int(s.group("acc")),
         R.spec_drafted_tokens: int(s.group("draft")),
     }
-    return {"kind": "spec_decode", "engine": None, "values": values}
+    return {"kind": RuntimeKind.spec_decode, "engine": None, "values": values}
 
 
 # Fast shapes of the two lines a served V1 log is mostly made of, exactly as 0.8.3+ prints them:
 # one fullmatch instead of splitting "key: value" parts.  Any other shape (optional parts,
-# damaged figures, V0) takes the general extractor; tests hold both to the same result.
+# damaged figures, V0) takes the general extractor; tests hold both to the same result.  Each
+# group is named after the series it prints; a series a shape does not print is None.
 # "Engine %03d: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s,
 #  Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%"
-# figures in ENGINE_STATS_SERIES order: V0's swapped, pending and CPU KV usage are not printed
-def _stats_figures(g: tuple[str, ...]) -> tuple[int | None, tuple[Any, ...]]:
-    return int(g[0]), (float(g[1]), float(g[2]), int(g[3]), int(g[4]), None, None, float(g[5]), None, float(g[6]))
-
-
 _FAST_STATS = FastShape(
-    "engine_stats",
-    r"Engine (\d+): Avg prompt throughput: (\d+\.\d) tokens/s, Avg generation throughput: (\d+\.\d) tokens/s, "
-    r"Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: (\d+\.\d)%, Prefix cache hit rate: (\d+\.\d)%",
-    _stats_figures,
+    RuntimeKind.engine_stats,
+    r"Engine (?P<engine>\d+): Avg prompt throughput: (?P<prompt_throughput_tps>\d+\.\d) tokens/s, "
+    r"Avg generation throughput: (?P<generation_throughput_tps>\d+\.\d) tokens/s, "
+    r"Running: (?P<running_reqs>\d+) reqs, Waiting: (?P<waiting_reqs>\d+) reqs, "
+    r"GPU KV cache usage: (?P<gpu_kv_cache_usage_pct>\d+\.\d)%, "
+    r"Prefix cache hit rate: (?P<prefix_cache_hit_rate_pct>\d+\.\d)%",
+    {R.prompt_throughput_tps: float, R.generation_throughput_tps: float, R.running_reqs: int,
+     R.waiting_reqs: int, R.gpu_kv_cache_usage_pct: float, R.prefix_cache_hit_rate_pct: float},
 )
+
+
+def _floats(printed: str) -> list[float]:
+    return [float(x) for x in printed.split(", ")]
 
 
 # "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s,
 #  Drafted throughput: %.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens,
 #  Per-position acceptance rate: %s, Avg Draft acceptance rate: %.1f%%"
-# figures in SPEC_DECODE_SERIES order
-def _spec_figures(g: tuple[str, ...]) -> tuple[int | None, tuple[Any, ...]]:
-    return None, (float(g[0]), int(g[1]), int(g[2]), float(g[4]), [float(x) for x in g[3].split(", ")])
-
-
 _FAST_SPEC = FastShape(
-    "spec_decode",
-    r"SpecDecoding metrics: Mean acceptance length: (\d+\.\d+), Accepted throughput: \d+\.\d+ tokens/s, "
-    r"Drafted throughput: \d+\.\d+ tokens/s, Accepted: (\d+) tokens, Drafted: (\d+) tokens, "
-    r"Per-position acceptance rate: (\d\.\d+(?:, \d\.\d+)*), Avg Draft acceptance rate: (\d+\.\d)%",
-    _spec_figures,
+    RuntimeKind.spec_decode,
+    r"SpecDecoding metrics: Mean acceptance length: (?P<spec_mean_acceptance_length>\d+\.\d+), "
+    r"Accepted throughput: \d+\.\d+ tokens/s, Drafted throughput: \d+\.\d+ tokens/s, "
+    r"Accepted: (?P<spec_accepted_tokens>\d+) tokens, Drafted: (?P<spec_drafted_tokens>\d+) tokens, "
+    r"Per-position acceptance rate: (?P<spec_per_position_acceptance>\d\.\d+(?:, \d\.\d+)*), "
+    r"Avg Draft acceptance rate: (?P<spec_draft_acceptance_rate_pct>\d+\.\d)%",
+    {R.spec_mean_acceptance_length: float, R.spec_accepted_tokens: int, R.spec_drafted_tokens: int,
+     R.spec_per_position_acceptance: _floats, R.spec_draft_acceptance_rate_pct: float},
 )
 
 
-RUNTIME_RULES = [
-    Rule("engine_stats", "Avg prompt throughput: ", RUNTIME, r"Avg prompt throughput: ", extract=_stats,
-         fast=_FAST_STATS),
-    Rule("v0_prefix_hit", "Prefix cache hit rate: GPU: ", RUNTIME,
-         r"^Prefix cache hit rate: GPU: (?P<g>[\d.]+)%", extract=_v0_prefix),
-    Rule("spec_decode_v1", "SpecDecoding metrics: ", RUNTIME, r"SpecDecoding metrics: ", extract=_spec_v1,
-         fast=_FAST_SPEC),
-    Rule("spec_decode_v0", "Speculative metrics: ", RUNTIME, r"Speculative metrics: ", extract=_spec_v0),
+RUNTIME_RULES: list[Rule] = [
+    RuntimeRule(name="engine_stats", anchor="Avg prompt throughput: ", pattern=r"Avg prompt throughput: ",
+                extract=_stats, fast=_FAST_STATS),
+    RuntimeRule(name="v0_prefix_hit", anchor="Prefix cache hit rate: GPU: ",
+                pattern=r"^Prefix cache hit rate: GPU: (?P<g>[\d.]+)%", extract=_v0_prefix),
+    RuntimeRule(name="spec_decode_v1", anchor="SpecDecoding metrics: ", pattern=r"SpecDecoding metrics: ",
+                extract=_spec_v1, fast=_FAST_SPEC),
+    RuntimeRule(name="spec_decode_v0", anchor="Speculative metrics: ", pattern=r"Speculative metrics: ",
+                extract=_spec_v0),
     # Counted, not stored: every occurrence of these anchors in the boot.  uvicorn's access line
     # '172.18.0.1:50504 - "POST /v1/chat/completions HTTP/1.1" 200 OK'; the request log's
     # "Received request %s: prompt: …" (one per request with --enable-log-requests).
-    Rule("access_line", "HTTP/1.", COUNT, marker="access"),
-    Rule("request_line", "Received request ", COUNT, marker="request"),
+    CountRule(name="access_line", anchor="HTTP/1.", counter=Counter.access),
+    CountRule(name="request_line", anchor="Received request ", counter=Counter.request),
     # "Request %s failed (engine dead)." (V1): requests were in flight, so the engine was serving
-    Rule("request_failed", "failed (engine dead)", MARKER, r"^Request \S+ failed \(engine dead\)",
-         marker="serving", implies_up=True),
+    MarkerRule(name="request_failed", anchor="failed (engine dead)", pattern=r"^Request \S+ failed \(engine dead\)",
+               marker=Marker.serving, implies_up=True),
 ]
 
 BUILTIN_RULES: list[Rule] = (
-    FACT_RULES + SHAPE_LOG_RULES + DUMP_RULES + META_RULES + MARKER_RULES + HINT_RULES
-    + FAILURE_RULES + RUNTIME_RULES
+    [*FACT_RULES, *SHAPE_LOG_RULES, *DUMP_RULES, *META_RULES, *MARKER_RULES, *HINT_RULES, *FAILURE_RULES,
+     *RUNTIME_RULES]
 )
