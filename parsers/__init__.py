@@ -28,7 +28,11 @@ _EXPORTS = {
     "Parse": "pipeline", "ParseResult": "pipeline", "builtin_ruleset": "pipeline", "default_year": "pipeline",
     "parse_file": "pipeline", "parse_source": "pipeline", "parse_text": "pipeline", "start": "pipeline",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Boot", "BootAssembler", "Event", "Fact", "Failure", "Line", "Parse", "ParseResult", "Rule", "RuleSet",
+    "RuntimeSample", "ScanOptions", "ShapeValue", "Source", "SourceError", "builtin_ruleset", "default_year",
+    "parse_file", "parse_line", "parse_source", "parse_text", "start",
+]
 
 if TYPE_CHECKING:
     from .boots import Boot, BootAssembler, Fact, Failure, ShapeValue

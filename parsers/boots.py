@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .items import CountTotals, Counts, End, Header, Item, LineHit, RuntimeRun
+from .items import Counts, CountTotals, End, Header, Item, LineHit, RuntimeRun
 from .lines import Line
 from .rules import (
     Event,
@@ -32,7 +32,16 @@ from .rules import (
     RuntimeSample,
 )
 from .units import Quantity
-from .vocabulary import FACTS, SHAPE_DEFAULTS, FactName, Outcome, Phase, RuntimeKind, ShapeSource, summarize
+from .vocabulary import (
+    FACTS,
+    SHAPE_DEFAULTS,
+    FactName,
+    Outcome,
+    Phase,
+    RuntimeKind,
+    ShapeSource,
+    summarize,
+)
 
 _START_RANK = {Marker.start_banner: 0, Marker.start_args: 1, Marker.start_engine: 2}
 _PROGRESS = [Marker.progress_load, Marker.progress_loaded, Marker.progress_profiled, Marker.progress_kv,
@@ -46,7 +55,7 @@ _PHASE_AFTER: dict[str | None, Phase] = {
     Marker.progress_kv: Phase.kv_alloc,
     Marker.progress_capture: Phase.graph_capture,
 }
-_SHAPE_PRECEDENCE = {ShapeSource.args: 0, ShapeSource.engine_config: 1, ShapeSource.log: 2, ShapeSource.default: 3}
+_SHAPE_PRECEDENCE: dict[str, int] = {ShapeSource.args: 0, ShapeSource.engine_config: 1, ShapeSource.log: 2, ShapeSource.default: 3}
 _HINT_WINDOW = 150  # lines: a traceback's frames sit this close to its failure line
 _MERGE_WINDOW = 3  # lines: a failure record split over adjacent lines is one failure
 
@@ -131,7 +140,7 @@ class _Work:
     """What the assembler keeps about a boot while reading it."""
 
     digest: Any = field(default_factory=hashlib.sha256)  # every line read so far
-    starts: dict[str, str] = field(default_factory=dict)  # start-up marker -> its line's message
+    starts: dict[Marker, str] = field(default_factory=dict)  # start-up marker -> its line's message
     progress: Marker | None = None  # the furthest progress marker
     moved_on: bool = False  # a figure, failure or progress came since the start-up lines
     hints: list[tuple[int, str, str | None]] = field(default_factory=list)  # (line, phase, process)

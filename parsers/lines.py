@@ -1,6 +1,6 @@
 """The line model: one physical log line, stripped of colour, paste wrappers and vLLM's header.
 
-A vLLM record looks like (see reference §1)::
+A vLLM record looks like (``docs/vllm-log-lines.md`` §1)::
 
     [wrappers] [(<process> pid=N) ][[Stage-k] ]LEVEL MM-DD HH:MM:SS [file.py:NNN] message
 
@@ -125,7 +125,7 @@ def parse_line(number: int, raw: str) -> Line:
         h = _HEADER.search(text)
         if h is not None and line.process is None:
             p = None
-            for p in _PROCESS.finditer(text, 0, h.start()):
+            for p in _PROCESS.finditer(text, 0, h.start()):  # noqa: B007 - the last one is wanted
                 pass
             if p is not None:
                 _set_process(line, p)

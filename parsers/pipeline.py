@@ -23,7 +23,7 @@ from .fast.counters import GREP, GrepCounts, recount
 from .fast.options import DEFAULT, ScanOptions
 from .fast.runs import gather_runs, line_hits
 from .fast.scanner import Hit, scanner_for
-from .items import CountTotals, Counts, End, Header, Item, LineHit, RuntimeRun
+from .items import Counts, CountTotals, End, Header, Item, LineHit, RuntimeRun
 from .lines import VLLM_LINE_SEARCH
 from .rules import Rule, RuleSet, RuntimeSample
 from .source import Source, SourceError, excerpt_header_end, looks_binary
@@ -96,7 +96,7 @@ class Parse:
         return self.scanner.scan(self._blocks(), count=not self.counts_after_scan,
                                  numpy_min_block=self.options.numpy_min_block)
 
-    def _runs(self, hits: Iterable[Hit]) -> Iterator[Hit | RuntimeRun | Counts | End]:
+    def _runs(self, hits: Iterable[Hit | RuntimeRun | Counts | End]) -> Iterator[Hit | RuntimeRun | Counts | End]:
         return gather_runs(hits, self.rules, self.scanner.anchor_texts, self.options.run_limit)
 
     def _blocks(self) -> Iterator[bytes]:

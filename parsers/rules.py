@@ -37,7 +37,7 @@ class Kind(StrEnum):
     marker = "marker"
     hint = "hint"
     meta = "meta"
-    count = "count"
+    counted = "count"  # (not "count": that would hide str.count)
 
 
 class Marker(StrEnum):
@@ -352,7 +352,7 @@ class RuntimeRule(Rule):
 class CountRule(Rule):
     """Lines holding the anchor are counted as ``counter`` lines, never matched."""
 
-    kind: ClassVar[Kind] = Kind.count
+    kind: ClassVar[Kind] = Kind.counted
     counter: Counter
 
 

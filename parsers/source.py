@@ -18,6 +18,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import BinaryIO, cast
 
 BLOCK_SIZE = 8 * 1024 * 1024
 _HASH_QUEUE = 3  # blocks waiting for the hashing thread (bounds memory)
@@ -67,6 +68,8 @@ class Source:
 
         From a pipe (stdin) it yields what has arrived, so a followed log is read as it grows."""
         raw = self._open()
+        # a damaged gzip or zstd stream too (zstandard is loaded, by _open, only for zstd input)
+        damaged: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error, *_zstd_errors())
         read = getattr(raw, "read1", None) if self.path == "-" else None
         read = read or raw.read
         # sha256 runs in a thread: hashlib lets go of the GIL on large buffers, so the hash
@@ -109,7 +112,7 @@ class Source:
                     yield chunk[: cut + 1]
             if carry:
                 yield carry
-        except (OSError, EOFError, zlib.error, *_zstd_errors()) as exc:  # a damaged gzip or zstd stream too
+        except damaged as exc:
             raise SourceError(f"{self.display}: cannot read: {exc}") from None
         finally:
             pending.put(None)
@@ -122,7 +125,7 @@ class Source:
         while (chunk := pending.get()) is not None:
             self._hasher.update(chunk)
 
-    def _open(self) -> io.BufferedIOBase:
+    def _open(self) -> BinaryIO:
         if self.path == "-":
             return sys.stdin.buffer
         path = self.path
@@ -142,14 +145,15 @@ class Source:
             raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
         kind = _compression(f.peek(4)[:4] if hasattr(f, "peek") else b"")
         if kind == "gzip":
-            return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
+            return cast(BinaryIO, gzip.GzipFile(fileobj=f))
         if kind == "zstd":
             try:
                 import zstandard
             except ImportError:  # pragma: no cover - zstandard is a dependency
                 f.close()
                 raise SourceError(f"{path}: is zstd-compressed; install 'zstandard'") from None
-            return zstandard.ZstdDecompressor().stream_reader(f, closefd=True)  # type: ignore
+            reader: BinaryIO = zstandard.ZstdDecompressor().stream_reader(f, closefd=True)
+            return reader
         return f
 
 

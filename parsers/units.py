@@ -85,8 +85,8 @@ def quantity(text: str, unit: str | None) -> Quantity:
         scale = BYTE_UNITS[unit]
         return Quantity(int(round(num * scale)), "bytes", None if scale == 1 else half * scale, printed)
     if unit in SECOND_UNITS:
-        scale = SECOND_UNITS[unit]
-        return Quantity(float(num) * scale, "s", half * scale, printed)
+        seconds = SECOND_UNITS[unit]
+        return Quantity(float(num) * seconds, "s", half * seconds, printed)
     if unit in PLAIN_UNITS:
         if isinstance(num, int):
             return Quantity(num, PLAIN_UNITS[unit], None, printed)

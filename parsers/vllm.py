@@ -9,6 +9,7 @@ Patterns are searched in the message part of a line (after prefix, level, time, 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from . import units
@@ -30,13 +31,15 @@ from .rules import (
     RuntimeRule,
     ShapeRule,
 )
-from .vocabulary import FactName as F
-from .vocabulary import FailureFigure as G
-from .vocabulary import FailureKind as K
-from .vocabulary import Phase as P
-from .vocabulary import RuntimeKind
-from .vocabulary import RuntimeSeries as R
-from .vocabulary import ShapeSource as S
+from .vocabulary import (
+    FactName,
+    FailureFigure,
+    FailureKind,
+    Phase,
+    RuntimeKind,
+    RuntimeSeries,
+    ShapeSource,
+)
 
 NUM = r"\d[\d,]*"  # an integer, maybe with thousands separators ("1,350,182")
 DEC = r"\d+(?:\.\d+)?"  # a decimal as %.2f / format_gib print it ("9.74", "2.2", "0")
@@ -61,7 +64,7 @@ def _shape(name: str, anchor: str, pattern: str, fields: Fields | None = None,
 FACT_RULES = [
     # V1 0.9.1-0.13 "Available KV cache memory: %.2f GiB"; 0.14+ "%s GiB" via format_gib (ref §2.3)
     _fact("v1_available_kv", "Available KV cache memory: ",
-          rf"Available KV cache memory: (?P<v>{DEC}) GiB", {"v": (F.available_kv_cache_bytes, "GiB")}),
+          rf"Available KV cache memory: (?P<v>{DEC}) GiB", {"v": (FactName.available_kv_cache_bytes, "GiB")}),
     # V0 0.6.5-0.10.2, third line of the multi-line profiling record (ref §2.3):
     # "model weights take {w:.2f}GiB; non_torch_memory takes {n:.2f}GiB; PyTorch activation peak
     #  memory takes {a:.2f}GiB; the rest of the memory reserved for KV Cache is {kv:.2f}GiB."
@@ -69,80 +72,80 @@ FACT_RULES = [
           rf"model weights take (?P<w>{DEC}) ?GiB; non_torch_memory takes (?P<n>{DEC}) ?GiB; "
           rf"PyTorch activation peak memory takes (?P<a>{DEC}) ?GiB; "
           rf"the rest of the memory reserved for KV Cache is (?P<kv>{DEC}) ?GiB",
-          {"w": (F.model_weights_bytes, "GiB"), "n": (F.non_torch_memory_bytes, "GiB"),
-           "a": (F.activation_peak_bytes, "GiB"), "kv": (F.available_kv_cache_bytes, "GiB")}),
+          {"w": (FactName.model_weights_bytes, "GiB"), "n": (FactName.non_torch_memory_bytes, "GiB"),
+           "a": (FactName.activation_peak_bytes, "GiB"), "kv": (FactName.available_kv_cache_bytes, "GiB")}),
     # V0 0.6.5-0.10.2, second line: "the current vLLM instance can use total_gpu_memory
     # ({T:.2f}GiB) x gpu_memory_utilization ({u:.2f}) = {R:.2f}GiB"
     _fact("v0_profile_total", "the current vLLM instance can use total_gpu_memory",
           rf"total_gpu_memory \((?P<t>{DEC}) ?GiB\) x gpu_memory_utilization \({DEC}\) = "
           rf"(?P<r>{DEC}) ?GiB",
-          {"t": (F.total_gpu_memory_bytes, "GiB"), "r": (F.requested_memory_bytes, "GiB")}),
+          {"t": (FactName.total_gpu_memory_bytes, "GiB"), "r": (FactName.requested_memory_bytes, "GiB")}),
     # V0 0.6.5-0.10.2, first line: "Memory profiling takes {t:.2f} seconds"
     _fact("v0_profile_time", "Memory profiling takes ",
-          rf"Memory profiling takes (?P<s>{DEC}) seconds", {"s": (F.memory_profiling_seconds, "s")}),
+          rf"Memory profiling takes (?P<s>{DEC}) seconds", {"s": (FactName.memory_profiling_seconds, "s")}),
     # V0 0.6.4 only: "Memory profiling results: total_gpu_memory=%.2fGiB initial_memory_usage=..
     # ... kv_cache_size=%.2fGiB gpu_memory_utilization=%.2f"
     _fact("v0_064_profile", "Memory profiling results: ",
           rf"total_gpu_memory=(?P<t>{DEC})GiB.*?kv_cache_size=(?P<kv>{DEC})GiB",
-          {"t": (F.total_gpu_memory_bytes, "GiB"), "kv": (F.available_kv_cache_bytes, "GiB")}),
+          {"t": (FactName.total_gpu_memory_bytes, "GiB"), "kv": (FactName.available_kv_cache_bytes, "GiB")}),
     # --kv-cache-memory-bytes (ref §2.4): 0.10.2-0.11 "Initial free memory {free} GiB, reserved
     # {kv:.2f}GiB memory for KV Cache as specified by kv_cache_memory_bytes config"; 0.11.1+
     # "reserved {kv:.2f} GiB memory"; 0.14+ format_gib.  {free} is an unformatted float in 0.10.2.
     _fact("kv_reserved", "memory for KV Cache as specified by kv_cache_memory_bytes",
           rf"(?:Initial free memory (?P<free>{DEC}) ?GiB, )?reserved (?P<kv>{DEC}) ?GiB memory for KV Cache",
-          {"kv": (F.kv_cache_reserved_bytes, "GiB"), "free": (F.initial_free_memory_bytes, "GiB")}),
+          {"kv": (FactName.kv_cache_reserved_bytes, "GiB"), "free": (FactName.initial_free_memory_bytes, "GiB")}),
     # V1 0.8.0-0.27 "GPU KV cache size: %s tokens" (f"{n:,}"); 0.28+ merged with the concurrency
     # line; 0.30+ "%s KV cache size" with GPU / CPU / XPU / "GPU + host" (ref §2.5)
     _fact("v1_kv_tokens", "KV cache size: ",
           rf"(?:^|[A-Z]+(?: \+ host)? )KV cache size: (?P<t>{NUM}) tokens",
-          {"t": (F.kv_cache_tokens, "tokens")}),
+          {"t": (FactName.kv_cache_tokens, "tokens")}),
     # "Maximum concurrency for %s tokens per request: %.2fx": raw int in V0 0.6.3-0.11 and early
     # V1 (0.7.1-0.7.3), f"{L:,}" in V1 0.8+; also the tail of the 0.28+ merged line
     _fact("max_concurrency", "Maximum concurrency for ",
           rf"Maximum concurrency for (?P<l>{NUM}) tokens per request: (?P<x>{DEC})x",
-          {"l": (F.max_concurrency_tokens, "tokens"), "x": (F.max_concurrency, "x")}),
+          {"l": (FactName.max_concurrency_tokens, "tokens"), "x": (FactName.max_concurrency, "x")}),
     # V0 0.2.7-0.6.6 "# GPU blocks: %d, # CPU blocks: %d"; 0.7.0-0.7.2 "# CUDA blocks"; 0.7.3+
     # "# cuda blocks"; other platforms "# TPU blocks" etc. (ref §2.5)
     _fact("v0_blocks", " blocks: ",
           rf"# (?:GPU|CUDA|cuda|[A-Za-z]+) blocks: (?P<g>{NUM}), # CPU blocks: (?P<c>{NUM})",
-          {"g": (F.gpu_blocks, "blocks"), "c": (F.cpu_blocks, "blocks")}),
+          {"g": (FactName.gpu_blocks, "blocks"), "c": (FactName.cpu_blocks, "blocks")}),
     # early V1 0.6.4-0.7.3: "# GPU blocks: %d" alone
     _fact("v1_early_blocks", "# GPU blocks: ", rf"^# GPU blocks: (?P<g>{NUM})$",
-          {"g": (F.gpu_blocks, "blocks")}),
+          {"g": (FactName.gpu_blocks, "blocks")}),
     # 0.9.0 "vllm cache_config_info with initialization after num_gpu_blocks is: %d"; 0.9.1+
     # "Engine %03d: ..." / "%d Engines: ..."
     _fact("num_gpu_blocks_is", "num_gpu_blocks is: ", rf"num_gpu_blocks is: (?P<g>{NUM})",
-          {"g": (F.gpu_blocks, "blocks")}),
+          {"g": (FactName.gpu_blocks, "blocks")}),
     # 0.4.0-0.7.3 "Loading model weights took %.4f GB" (GiB labelled GB); some 0.7.x/0.8-dev
     # builds append " and %.6f seconds"
     _fact("v0_weights", "Loading model weights took ",
           rf"Loading model weights took (?P<w>{DEC}) GB(?: and (?P<s>{DEC}) seconds)?",
-          {"w": (F.model_weights_bytes, "GB"), "s": (F.model_load_seconds, "s")}),
+          {"w": (FactName.model_weights_bytes, "GB"), "s": (FactName.model_load_seconds, "s")}),
     # 0.8.0-0.8.2 "Model loading took %.4f GB and %.6f seconds"; 0.8.3+ "GiB"; 0.11.1+ "GiB memory";
     # 0.14+ "%s GiB memory" (format_gib); Model Runner V2 "…GiB and …" (ref §2.2)
     _fact("model_loading", "Model loading took ",
           rf"Model loading took (?P<w>{DEC}) (?P<u>GiB|GB)(?: memory)? and (?P<s>{DEC}) seconds",
-          {"w": (F.model_weights_bytes, "GiB"), "s": (F.model_load_seconds, "s")}),
+          {"w": (FactName.model_weights_bytes, "GiB"), "s": (FactName.model_load_seconds, "s")}),
     # 0.8.0+ default_loader: "Loading weights took %.2f seconds"
     _fact("loading_weights", "Loading weights took ", rf"Loading weights took (?P<s>{DEC}) seconds",
-          {"s": (F.model_load_seconds, "s")}),
+          {"s": (FactName.model_load_seconds, "s")}),
     # 0.2.7-0.6.3 "Graph capturing finished in %.0f secs."; 0.6.4+ "…, took %.2f GiB" (ref §2.7)
     _fact("graph_capture", "Graph capturing finished in ",
           rf"Graph capturing finished in (?P<s>{DEC}) secs(?:, took (?P<b>{DEC}) GiB)?",
-          {"s": (F.graph_capture_seconds, "s"), "b": (F.graph_capture_bytes, "GiB")}),
+          {"s": (FactName.graph_capture_seconds, "s"), "b": (FactName.graph_capture_bytes, "GiB")}),
     # 0.6.5-0.17.1 "torch.compile takes %.2f s in total"; 0.18+ "took"; 0.32+ optional "[tag] "
     _fact("torch_compile", "torch.compile t", rf"torch\.compile (?:takes|took) (?P<s>{DEC}) s in total",
-          {"s": (F.torch_compile_seconds, "s")}),
+          {"s": (FactName.torch_compile_seconds, "s")}),
     # 0.6.5-0.19 "init engine (profile, create kv cache, warmup model) took %.2f seconds";
     # 0.20+ "… took %.2f s" with optional compilation breakdown
     _fact("init_engine", "init engine (profile, create kv cache, warmup model) took ",
-          rf"warmup model\) took (?P<s>{DEC}) s(?:econds)?\b", {"s": (F.init_engine_seconds, "s")}),
+          rf"warmup model\) took (?P<s>{DEC}) s(?:econds)?\b", {"s": (FactName.init_engine_seconds, "s")}),
     # 0.9.2+ "Using max model len %s"
     _fact("max_model_len", "Using max model len ", rf"Using max model len (?P<l>{NUM})\b",
-          {"l": (F.max_model_len, "tokens")}),
+          {"l": (FactName.max_model_len, "tokens")}),
     # 0.18+ "Estimated CUDA graph memory: %.2f GiB total"
     _fact("cudagraph_estimate", "Estimated CUDA graph memory: ",
-          rf"Estimated CUDA graph memory: (?P<b>{DEC}) GiB", {"b": (F.estimated_cuda_graph_bytes, "GiB")}),
+          rf"Estimated CUDA graph memory: (?P<b>{DEC}) GiB", {"b": (FactName.estimated_cuda_graph_bytes, "GiB")}),
 ]
 
 # -- shape knobs printed outside the dumps --------------------------------------------------------
@@ -180,13 +183,13 @@ def _clean_config_value(key: str, value: Any) -> Any:
 
 def _args_dict(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     items, complete = parse_dict_repr(m.group("d"))
-    return {"source": S.args, "items": items, "complete": complete}
+    return {"source": ShapeSource.args, "items": items, "complete": complete}
 
 
 def _args_namespace(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     items, complete = parse_keyvalue_repr(m.group("d"), close=")")
     items.pop("subparser", None)
-    return {"source": S.args, "items": items, "complete": complete}
+    return {"source": ShapeSource.args, "items": items, "complete": complete}
 
 
 def _engine_config(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
@@ -200,7 +203,7 @@ def _engine_config(m: re.Match[str], line: Line, record: str) -> dict[str, Any] 
     for key, value in items.items():
         key = _ENGINE_CONFIG_KEYS.get(key, key)
         out[key] = _clean_config_value(key, value)
-    return {"source": S.engine_config, "items": out, "complete": complete}
+    return {"source": ShapeSource.engine_config, "items": out, "complete": complete}
 
 
 # "Initializing an LLM engine with config: …" (0.2.7-0.3.3), "Initializing an LLM engine (v%s)
@@ -275,14 +278,14 @@ MARKER_RULES = [
 
 # Traceback frames that tell which start-up step an exception came from (innermost wins).
 _HINTS = {
-    P.load: ("load_model", "get_model", "load_weights"),
-    P.profile: ("determine_available_memory", "profile_run", "determine_num_available_blocks"),
-    P.kv_alloc: ("initialize_kv_cache", "_initialize_kv_caches", "initialize_from_config",
+    Phase.load: ("load_model", "get_model", "load_weights"),
+    Phase.profile: ("determine_available_memory", "profile_run", "determine_num_available_blocks"),
+    Phase.kv_alloc: ("initialize_kv_cache", "_initialize_kv_caches", "initialize_from_config",
                  "_allocate_kv_cache", "get_kv_cache_config", "_check_enough_kv_cache_memory",
                  "initialize_cache"),
-    P.graph_capture: ("capture_model", "_capture_cudagraphs", "_warm_up_model",
+    Phase.graph_capture: ("capture_model", "_capture_cudagraphs", "_warm_up_model",
                       "compile_or_warm_up_model"),
-    P.runtime: ("output_handler",),
+    Phase.runtime: ("output_handler",),
 }
 HINT_RULES = [
     HintRule(name=f"frame_{func}", anchor=f", in {func}", pattern=rf", in {re.escape(func)}$", phase=phase)
@@ -293,25 +296,25 @@ HINT_RULES = [
 # -- failures -------------------------------------------------------------------------------------
 
 _OOM_FIGURES = [
-    (re.compile(rf"Tried to allocate (?P<v>{SIZE_RX})"), G.tried_to_allocate_bytes),
+    (re.compile(rf"Tried to allocate (?P<v>{SIZE_RX})"), FailureFigure.tried_to_allocate_bytes),
     # torch 2.1+: ". GPU <d> has a total capac(i)ty of <T> of which <F> is free."
-    (re.compile(r"GPU (?P<v>\d+) has a total capac"), G.gpu_index),
-    (re.compile(rf"has a total capaci?ty of (?P<v>{SIZE_RX})"), G.total_capacity_bytes),
-    (re.compile(rf"of which (?P<v>{SIZE_RX}) is free"), G.free_bytes),
+    (re.compile(r"GPU (?P<v>\d+) has a total capac"), FailureFigure.gpu_index),
+    (re.compile(rf"has a total capaci?ty of (?P<v>{SIZE_RX})"), FailureFigure.total_capacity_bytes),
+    (re.compile(rf"of which (?P<v>{SIZE_RX}) is free"), FailureFigure.free_bytes),
     # torch <=2.0: " (GPU <d>; <T> total capacity; <A> already allocated; <F> free; ...
     #  <R> reserved in total by PyTorch)"
-    (re.compile(r"\(GPU (?P<v>\d+); "), G.gpu_index),
-    (re.compile(rf"(?P<v>{SIZE_RX}) total capacity;"), G.total_capacity_bytes),
-    (re.compile(rf"(?P<v>{SIZE_RX}) already allocated;"), G.allocated_by_pytorch_bytes),
-    (re.compile(rf"; (?P<v>{SIZE_RX}) free;"), G.free_bytes),
-    (re.compile(rf"this process has (?P<v>{SIZE_RX}) memory in use"), G.in_use_bytes),
+    (re.compile(r"\(GPU (?P<v>\d+); "), FailureFigure.gpu_index),
+    (re.compile(rf"(?P<v>{SIZE_RX}) total capacity;"), FailureFigure.total_capacity_bytes),
+    (re.compile(rf"(?P<v>{SIZE_RX}) already allocated;"), FailureFigure.allocated_by_pytorch_bytes),
+    (re.compile(rf"; (?P<v>{SIZE_RX}) free;"), FailureFigure.free_bytes),
+    (re.compile(rf"this process has (?P<v>{SIZE_RX}) memory in use"), FailureFigure.in_use_bytes),
     (re.compile(rf"Of the allocated memory (?P<v>{SIZE_RX}) is allocated by PyTorch"),
-     G.allocated_by_pytorch_bytes),
-    (re.compile(rf"(?P<v>{SIZE_RX}) is reserved by PyTorch but unallocated"), G.reserved_unallocated_bytes),
+     FailureFigure.allocated_by_pytorch_bytes),
+    (re.compile(rf"(?P<v>{SIZE_RX}) is reserved by PyTorch but unallocated"), FailureFigure.reserved_unallocated_bytes),
 ]
 
 
-def _figures(record: str, table: list[tuple[re.Pattern[str], str]]) -> dict[str, Any]:
+def _figures(record: str, table: Sequence[tuple[re.Pattern[str], str]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for rx, name in table:
         if name in out:
@@ -329,12 +332,12 @@ def _oom(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
 
 
 _KV_TOO_SMALL_FIGURES = [
-    (re.compile(r"max seq len \((?P<v>\d+)\)"), G.max_model_len),
-    (re.compile(rf"\((?P<v>{DEC} Gi?B) KV cache is needed"), G.needed_bytes),
-    (re.compile(rf"available KV cache memory \((?P<v>{DEC} Gi?B)\)"), G.available_bytes),
-    (re.compile(r"estimated maximum model length is (?P<v>\d+)\."), G.estimated_max_model_len),
+    (re.compile(r"max seq len \((?P<v>\d+)\)"), FailureFigure.max_model_len),
+    (re.compile(rf"\((?P<v>{DEC} Gi?B) KV cache is needed"), FailureFigure.needed_bytes),
+    (re.compile(rf"available KV cache memory \((?P<v>{DEC} Gi?B)\)"), FailureFigure.available_bytes),
+    (re.compile(r"estimated maximum model length is (?P<v>\d+)\."), FailureFigure.estimated_max_model_len),
     # V0: "… that can be stored in KV cache ({max_seq_len})"
-    (re.compile(r"can be stored in KV cache \((?P<v>\d+)\)"), G.kv_cache_tokens),
+    (re.compile(r"can be stored in KV cache \((?P<v>\d+)\)"), FailureFigure.kv_cache_tokens),
 ]
 
 
@@ -345,11 +348,11 @@ def _kv_too_small(m: re.Match[str], line: Line, record: str) -> dict[str, Any] |
 
 def _message(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     msg = m.group("m").strip() if "m" in m.re.groupindex and m.group("m") else ""
-    return {G.message: msg} if msg else {}
+    return {FailureFigure.message: msg} if msg else {}
 
 
-def _failure(name: str, anchor: str, kind: K, pattern: str | None = None, *,
-             extract: Extractor | None = None, phase: P | None = None, wraps: bool = False,
+def _failure(name: str, anchor: str, kind: FailureKind, pattern: str | None = None, *,
+             extract: Extractor | None = None, phase: Phase | None = None, wraps: bool = False,
              implies_up: bool = False) -> FailureRule:
     if extract is None and pattern and "(?P<m>" in pattern:
         extract = _message
@@ -360,63 +363,63 @@ def _failure(name: str, anchor: str, kind: K, pattern: str | None = None, *,
 FAILURE_RULES = [
     # torch: "CUDA out of memory. Tried to allocate <S>…" under torch.OutOfMemoryError,
     # torch.cuda.OutOfMemoryError, RuntimeError, or re-raised as "Worker failed with error '…'"
-    _failure("oom", "CUDA out of memory", K.oom, r"CUDA out of memory", extract=_oom, wraps=True),
+    _failure("oom", "CUDA out of memory", FailureKind.oom, r"CUDA out of memory", extract=_oom, wraps=True),
     # V0 worker.py 0.4.1-0.10.2: "The model's max seq len ({max_model_len}) is larger than the
     # maximum number of tokens that can be stored in KV cache ({max_seq_len})."
     _failure("kv_too_small_v0", "is larger than the maximum number of tokens that can be stored in KV cache",
-             K.kv_too_small, r"max seq len \(\d+\) is larger", extract=_kv_too_small, phase=P.kv_alloc,
+             FailureKind.kv_too_small, r"max seq len \(\d+\) is larger", extract=_kv_too_small, phase=Phase.kv_alloc,
              wraps=True),
     # V1 0.7.0+: "To serve at least one request with the models's max seq len ({L}), ({need:.2f}
     # GiB KV cache is needed, which is larger than the available KV cache memory ({avail:.2f} GiB).
     # Based on the available memory, the estimated maximum model length is {E}." ("model's" 0.22+)
-    _failure("kv_too_small_v1", "To serve at least one request with the model", K.kv_too_small,
+    _failure("kv_too_small_v1", "To serve at least one request with the model", FailureKind.kv_too_small,
              r"To serve at least one request with the models?'s max seq len", extract=_kv_too_small,
-             phase=P.kv_alloc, wraps=True),
-    _failure("no_kv_memory", "No available memory for the cache blocks", K.no_kv_memory, phase=P.kv_alloc),
+             phase=Phase.kv_alloc, wraps=True),
+    _failure("no_kv_memory", "No available memory for the cache blocks", FailureKind.no_kv_memory, phase=Phase.kv_alloc),
     # config validation (config/model.py), 0.27+: "Decode context parallelism for GQA/MQA requires
     # `--tensor-parallel-size` ({tp}) to be greater than the model's total number of KV heads ({h})."
-    _failure("dcp_kv_heads", "Decode context parallelism for GQA/MQA requires", K.config_error,
+    _failure("dcp_kv_heads", "Decode context parallelism for GQA/MQA requires", FailureKind.config_error,
              r"(?P<m>Decode context parallelism for GQA/MQA requires.*)$"),
     # 0.11.1-0.26: AssertionError "tensor parallel size {tp} must be greater than total num kv heads"
-    _failure("dcp_kv_heads_assert", "must be greater than total num kv heads", K.config_error,
+    _failure("dcp_kv_heads_assert", "must be greater than total num kv heads", FailureKind.config_error,
              r"(?P<m>tensor parallel size \d+ must be greater than total num kv heads.*)$"),
-    _failure("dcp_too_large", "exceeds the maximum supported value", K.config_error,
+    _failure("dcp_too_large", "exceeds the maximum supported value", FailureKind.config_error,
              r"(?P<m>`--decode-context-parallel-size` .*exceeds the maximum supported value.*)$"),
     # "Total number of attention heads (%d) must be divisible by tensor parallel size (%d)."
-    _failure("heads_not_divisible", "must be divisible by tensor parallel size", K.config_error,
+    _failure("heads_not_divisible", "must be divisible by tensor parallel size", FailureKind.config_error,
              r"(?P<m>Total number of (?:attention|key-value) heads.*must be divisible by tensor parallel size.*)$"),
-    _failure("heads_per_kv_not_divisible", "query heads per KV head", K.config_error,
+    _failure("heads_per_kv_not_divisible", "query heads per KV head", FailureKind.config_error,
              r"(?P<m>The model's number of query heads per KV head .*must be divisible.*)$"),
     # pydantic wraps config errors: "pydantic_core._pydantic_core.ValidationError: 1 validation
     # error for ModelConfig" then an indented "Value error, <message> [type=value_error, …]"
-    _failure("pydantic_validation", "ValidationError: ", K.config_error,
+    _failure("pydantic_validation", "ValidationError: ", FailureKind.config_error,
              r"ValidationError: (?P<m>\d+ validation errors? for \w+)"),
-    _failure("pydantic_value_error", "Value error, ", K.config_error,
+    _failure("pydantic_value_error", "Value error, ", FailureKind.config_error,
              r"^Value error, (?P<m>.*?)(?: \[type=value_error.*)?$"),
     # V1 0.8.5+ "EngineCore failed to start."; 0.8.4+ "Engine core initialization failed. See root
     # cause above."; workers: "WorkerProc failed to start.", "WorkerProc initialization failed due
     # to an exception in a background process"; V0 "Engine process failed to start."
-    _failure("engine_core_failed", "EngineCore failed to start", K.engine_init_failed),
-    _failure("engine_core_init_failed", "Engine core initialization failed", K.engine_init_failed),
-    _failure("workerproc_failed", "WorkerProc failed to start", K.engine_init_failed),
-    _failure("workerproc_init_failed", "WorkerProc initialization failed", K.engine_init_failed),
-    _failure("v0_engine_process_failed", "Engine process failed to start", K.engine_init_failed),
+    _failure("engine_core_failed", "EngineCore failed to start", FailureKind.engine_init_failed),
+    _failure("engine_core_init_failed", "Engine core initialization failed", FailureKind.engine_init_failed),
+    _failure("workerproc_failed", "WorkerProc failed to start", FailureKind.engine_init_failed),
+    _failure("workerproc_init_failed", "WorkerProc initialization failed", FailureKind.engine_init_failed),
+    _failure("v0_engine_process_failed", "Engine process failed to start", FailureKind.engine_init_failed),
     # "Worker proc %s died unexpectedly, shutting down executor." (0.8.5+); "WorkerProc hit an
     # exception." (a worker's busy loop raised)
-    _failure("worker_proc_died", "died unexpectedly", K.worker_died, r"Worker proc \S+ died unexpectedly"),
-    _failure("workerproc_exception", "WorkerProc hit an exception", K.worker_died),
+    _failure("worker_proc_died", "died unexpectedly", FailureKind.worker_died, r"Worker proc \S+ died unexpectedly"),
+    _failure("workerproc_exception", "WorkerProc hit an exception", FailureKind.worker_died),
     # engine death: "Engine core proc %s died unexpectedly" (0.10.1+), EngineDeadError (0.8.5+),
     # "EngineCore encountered a fatal error.", "AsyncLLM output_handler failed.", V0 MQLLMEngine
-    _failure("engine_core_died", "died unexpectedly", K.engine_dead,
+    _failure("engine_core_died", "died unexpectedly", FailureKind.engine_dead,
              r"Engine core (?:proc|process) \S+ died unexpectedly"),
-    _failure("engine_dead_error", "EngineDeadError", K.engine_dead, r"EngineDeadError\b", implies_up=True),
-    _failure("engine_fatal", "EngineCore encountered a fatal error", K.engine_dead, implies_up=True),
-    _failure("output_handler", "AsyncLLM output_handler failed", K.engine_dead, implies_up=True),
-    _failure("mq_engine_dead", "MQLLMEngine", K.engine_dead, r"MQLLMEngine\b.*\bdead\b"),
+    _failure("engine_dead_error", "EngineDeadError", FailureKind.engine_dead, r"EngineDeadError\b", implies_up=True),
+    _failure("engine_fatal", "EngineCore encountered a fatal error", FailureKind.engine_dead, implies_up=True),
+    _failure("output_handler", "AsyncLLM output_handler failed", FailureKind.engine_dead, implies_up=True),
+    _failure("mq_engine_dead", "MQLLMEngine", FailureKind.engine_dead, r"MQLLMEngine\b.*\bdead\b"),
     # "CUDA error: an illegal memory access was encountered" and friends; custom all-reduce's
     # "Failed: Cuda error %s:%d '%s'"
-    _failure("cuda_error", "CUDA error: ", K.cuda_error, r"CUDA error: (?P<m>.+)$"),
-    _failure("cuda_error_custom_ar", "Failed: Cuda error ", K.cuda_error, r"Failed: Cuda error (?P<m>.+)$"),
+    _failure("cuda_error", "CUDA error: ", FailureKind.cuda_error, r"CUDA error: (?P<m>.+)$"),
+    _failure("cuda_error_custom_ar", "Failed: Cuda error ", FailureKind.cuda_error, r"Failed: Cuda error (?P<m>.+)$"),
 ]
 
 # -- serving: stats intervals, spec decode, access and request lines --------------------------------
@@ -426,15 +429,15 @@ FAILURE_RULES = [
 # %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%" with "Engine %03d: " from
 # 0.8.3; 0.11.1+ built from ", "-joined parts (ref §2.8): read the key: value pairs one by one.
 _STATS_KEYS = {
-    "Avg prompt throughput": R.prompt_throughput_tps,
-    "Avg generation throughput": R.generation_throughput_tps,
-    "Running": R.running_reqs,
-    "Waiting": R.waiting_reqs,
-    "Swapped": R.swapped_reqs,
-    "Pending": R.pending_reqs,
-    "GPU KV cache usage": R.gpu_kv_cache_usage_pct,
-    "CPU KV cache usage": R.cpu_kv_cache_usage_pct,
-    "Prefix cache hit rate": R.prefix_cache_hit_rate_pct,
+    "Avg prompt throughput": RuntimeSeries.prompt_throughput_tps,
+    "Avg generation throughput": RuntimeSeries.generation_throughput_tps,
+    "Running": RuntimeSeries.running_reqs,
+    "Waiting": RuntimeSeries.waiting_reqs,
+    "Swapped": RuntimeSeries.swapped_reqs,
+    "Pending": RuntimeSeries.pending_reqs,
+    "GPU KV cache usage": RuntimeSeries.gpu_kv_cache_usage_pct,
+    "CPU KV cache usage": RuntimeSeries.cpu_kv_cache_usage_pct,
+    "Prefix cache hit rate": RuntimeSeries.prefix_cache_hit_rate_pct,
 }
 _ENGINE_IDX = re.compile(r"^Engine (?P<e>\d+): ")
 
@@ -448,8 +451,9 @@ def _stats(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
         key, sep, val = part.partition(": ")
         if not sep:
             continue
+        name: RuntimeSeries | None
         if key.endswith("KV cache usage"):  # "GPU KV cache usage"; any device name in 0.30+
-            name = R.cpu_kv_cache_usage_pct if key.startswith("CPU") else R.gpu_kv_cache_usage_pct
+            name = RuntimeSeries.cpu_kv_cache_usage_pct if key.startswith("CPU") else RuntimeSeries.gpu_kv_cache_usage_pct
         else:
             name = _STATS_KEYS.get(key)
             if name is None:
@@ -459,7 +463,7 @@ def _stats(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
             values.setdefault(name, units.parse_number(number))
         except units.UnitError:
             continue  # a damaged figure is not guessed at
-    if R.prompt_throughput_tps not in values:
+    if RuntimeSeries.prompt_throughput_tps not in values:
         return None
     e = _ENGINE_IDX.search(record)
     return {"kind": RuntimeKind.engine_stats, "engine": int(e.group("e")) if e else None, "values": values}
@@ -468,15 +472,15 @@ def _stats(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
 # V0 0.5.5-0.11: separate "Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%"
 def _v0_prefix(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     return {"kind": "engine_stats_extra", "engine": None,
-            "values": {R.prefix_cache_hit_rate_pct: units.parse_number(m.group("g"))}}
+            "values": {RuntimeSeries.prefix_cache_hit_rate_pct: units.parse_number(m.group("g"))}}
 
 
 _SPEC_V1 = {
-    "Mean acceptance length": R.spec_mean_acceptance_length,
-    "Accepted": R.spec_accepted_tokens,
-    "Drafted": R.spec_drafted_tokens,
-    "Avg Draft acceptance rate": R.spec_draft_acceptance_rate_pct,
-    "Draft acceptance rate": R.spec_draft_acceptance_rate_pct,
+    "Mean acceptance length": RuntimeSeries.spec_mean_acceptance_length,
+    "Accepted": RuntimeSeries.spec_accepted_tokens,
+    "Drafted": RuntimeSeries.spec_drafted_tokens,
+    "Avg Draft acceptance rate": RuntimeSeries.spec_draft_acceptance_rate_pct,
+    "Draft acceptance rate": RuntimeSeries.spec_draft_acceptance_rate_pct,
 }
 _PER_POSITION = re.compile(r"Per-position acceptance rate: (?P<v>(?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
 
@@ -496,7 +500,7 @@ def _spec_v1(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
         except units.UnitError:
             continue
     if pp:
-        values[R.spec_per_position_acceptance] = [
+        values[RuntimeSeries.spec_per_position_acceptance] = [
             None if x == "nan" else float(x) for x in pp.group("v").split(", ")
         ]
     return {"kind": RuntimeKind.spec_decode, "engine": None, "values": values} if values else None
@@ -517,9 +521,9 @@ def _spec_v0(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
         return None
     values = {
         # printed as a fraction; stored as percent like V1's
-        R.spec_draft_acceptance_rate_pct: round(float(s.group("rate")) * 100, 6),
-        R.spec_accepted_tokens: int(s.group("acc")),
-        R.spec_drafted_tokens: int(s.group("draft")),
+        RuntimeSeries.spec_draft_acceptance_rate_pct: round(float(s.group("rate")) * 100, 6),
+        RuntimeSeries.spec_accepted_tokens: int(s.group("acc")),
+        RuntimeSeries.spec_drafted_tokens: int(s.group("draft")),
     }
     return {"kind": RuntimeKind.spec_decode, "engine": None, "values": values}
 
@@ -537,8 +541,8 @@ _FAST_STATS = FastShape(
     r"Running: (?P<running_reqs>\d+) reqs, Waiting: (?P<waiting_reqs>\d+) reqs, "
     r"GPU KV cache usage: (?P<gpu_kv_cache_usage_pct>\d+\.\d)%, "
     r"Prefix cache hit rate: (?P<prefix_cache_hit_rate_pct>\d+\.\d)%",
-    {R.prompt_throughput_tps: float, R.generation_throughput_tps: float, R.running_reqs: int,
-     R.waiting_reqs: int, R.gpu_kv_cache_usage_pct: float, R.prefix_cache_hit_rate_pct: float},
+    {RuntimeSeries.prompt_throughput_tps: float, RuntimeSeries.generation_throughput_tps: float, RuntimeSeries.running_reqs: int,
+     RuntimeSeries.waiting_reqs: int, RuntimeSeries.gpu_kv_cache_usage_pct: float, RuntimeSeries.prefix_cache_hit_rate_pct: float},
 )
 
 
@@ -556,8 +560,8 @@ _FAST_SPEC = FastShape(
     r"Accepted: (?P<spec_accepted_tokens>\d+) tokens, Drafted: (?P<spec_drafted_tokens>\d+) tokens, "
     r"Per-position acceptance rate: (?P<spec_per_position_acceptance>\d\.\d+(?:, \d\.\d+)*), "
     r"Avg Draft acceptance rate: (?P<spec_draft_acceptance_rate_pct>\d+\.\d)%",
-    {R.spec_mean_acceptance_length: float, R.spec_accepted_tokens: int, R.spec_drafted_tokens: int,
-     R.spec_per_position_acceptance: _floats, R.spec_draft_acceptance_rate_pct: float},
+    {RuntimeSeries.spec_mean_acceptance_length: float, RuntimeSeries.spec_accepted_tokens: int, RuntimeSeries.spec_drafted_tokens: int,
+     RuntimeSeries.spec_per_position_acceptance: _floats, RuntimeSeries.spec_draft_acceptance_rate_pct: float},
 )
 
 

@@ -132,8 +132,7 @@ def test_a_new_api_server_pid_inside_a_run_of_stats_lines_starts_a_boot(tmp_path
 
 def fixture_lines():
     for log in FIXTURES:
-        for number, raw in enumerate(log.read_bytes().split(b"\n"), start=1):
-            yield number, raw
+        yield from enumerate(log.read_bytes().split(b"\n"), start=1)
 
 
 def test_fast_line_is_parse_line_on_every_fixture_line():

@@ -26,7 +26,7 @@ from .scanner import Hit, make_hit
 _BEHIND = 8
 _BATCH = 256  # hits per message from the scanning child (~2.5 MB of a served log)
 
-Refine = Callable[[list[Hit]], Iterable[Hit | RuntimeRun]]
+Refine = Callable[[list[Hit]], Iterable[Hit | RuntimeRun | Counts | End]]
 
 
 def _reuse_freed_blocks() -> None:  # pragma: no cover - runs in the scanning child
@@ -48,10 +48,8 @@ def _reuse_freed_blocks() -> None:  # pragma: no cover - runs in the scanning ch
 # On the wire a hit is a tuple of its first five fields (its block stays in the child) and a run
 # a list whose samples are plain tuples: pickle rebuilds a named tuple or a dataclass by calling
 # its class, several times slower.
-def _to_wire(item: Hit | RuntimeRun) -> tuple[Any, ...] | list[Any]:
-    if type(item) is Hit:
-        return item[:5]
-    run: RuntimeRun = item  # type: ignore[assignment]
+def _run_to_wire(run: Hit | RuntimeRun | Counts | End) -> list[Any]:
+    assert type(run) is RuntimeRun  # a batch holds hits and runs only
     return [run.number, run.offset, run.process, run.pid, run.lines, list(map(tuple, run.samples)),
             run.counts, run.within]
 
@@ -123,8 +121,10 @@ class ChildScan:
                     behind = sent - int.from_bytes(self._read[:8], "little") >= _BEHIND
                 else:  # tests: one way or the other, every time
                     behind = refines == "always"
-                items: Iterable[Hit | RuntimeRun] = refine(batch) if refine is not None and behind else batch
-                send("hits", [_to_wire(i) for i in items], position())
+                items: Iterable[Hit | RuntimeRun | Counts | End] = batch
+                if refine is not None and behind:
+                    items = refine(batch)
+                send("hits", [i[:5] if type(i) is Hit else _run_to_wire(i) for i in items], position())
 
             try:
                 batch: list[Hit] = []

@@ -25,8 +25,8 @@ def gather_runs(hits: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
     # an anchor only one rule keys on, and that rule has a FastShape: a line holding it alone
     # and in the plain shape is read in one match
     shortcut: list[RuntimeRule | None] = []
-    for anchor in anchor_texts:
-        keyed = rules.anchors[anchor]
+    for text in anchor_texts:
+        keyed = rules.anchors[text]
         rule = keyed[0] if len(keyed) == 1 else None
         fits = isinstance(rule, RuntimeRule) and rule.fast is not None and not rule.wraps
         shortcut.append(rule if fits else None)  # type: ignore[arg-type]

@@ -184,11 +184,12 @@ class LineScanner:
                 np.equal(np.frombuffer(block, np.uint8), 10, out=is_newline)
                 count_nonzero = np.count_nonzero
 
+                # (the closures below are called only while their block is scanned)
                 def newlines(a: int, b: int) -> int:
-                    return int(count_nonzero(is_newline[a:b]))
+                    return int(count_nonzero(is_newline[a:b]))  # noqa: B023
             else:
                 def newlines(a: int, b: int) -> int:
-                    return block.count(b"\n", a, b)
+                    return block.count(b"\n", a, b)  # noqa: B023
             pos = 0
             line_no = base
             for start, end, found in hits:
