@@ -113,7 +113,7 @@ class Boot:
     engine_version: str | None = None
     engine_commit: str | None = None
     image_digests: list[str] = field(default_factory=list)
-    outcome: str = Outcome.incomplete
+    outcome: Outcome = Outcome.incomplete
     started_at: str | None = None  # "YYYY-MM-DD HH:MM:SS"
     started_printed: str | None = None  # the boot's first timestamp as printed ("MM-DD HH:MM:SS")
     started_year: int | None = None  # and the year a wrapper printed on that line, if any
@@ -143,7 +143,7 @@ class _Work:
     starts: dict[Marker, str] = field(default_factory=dict)  # start-up marker -> its line's message
     progress: Marker | None = None  # the furthest progress marker
     moved_on: bool = False  # a figure, failure or progress came since the start-up lines
-    hints: list[tuple[int, str, str | None]] = field(default_factory=list)  # (line, phase, process)
+    hints: list[tuple[int, Phase, str | None]] = field(default_factory=list)  # (line, phase, process)
     pids: dict[str, int] = field(default_factory=dict)  # one-per-boot process -> its pid
     args_complete: bool = False  # a whole (not cut) args dump was read
     first_ts: Stamp | None = None
@@ -550,7 +550,7 @@ def _decide(boot: Boot, work: _Work) -> None:
         f.phase = _hinted_phase(work, f) or _PHASE_AFTER[f.progress]
 
 
-def _hinted_phase(work: _Work, f: Failure) -> str | None:
+def _hinted_phase(work: _Work, f: Failure) -> Phase | None:
     """The innermost traceback frame near the failure: the last one before it, else the last
     one of the traceback that follows it ("EngineCore failed to start." precedes its frames)."""
     before = [h for h in work.hints if f.line - _HINT_WINDOW <= h[0] <= f.line]

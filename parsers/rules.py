@@ -24,7 +24,7 @@ import parse as parselib
 
 from . import units
 from .lines import PLAIN_GROUPS, PLAIN_SHAPE, Line, parse_line, plain_candidate
-from .vocabulary import RUNTIME_KIND_SERIES
+from .vocabulary import RUNTIME_KIND_SERIES, Phase
 
 
 class Kind(StrEnum):
@@ -275,7 +275,7 @@ class HintRule(Rule):
     """A traceback frame that tells which start-up phase an exception came from."""
 
     kind: ClassVar[Kind] = Kind.hint
-    phase: str
+    phase: Phase
 
 
 @dataclass(kw_only=True, eq=False)
@@ -283,8 +283,8 @@ class FailureRule(Rule):
     """A failure of kind ``failure``; its figures come from ``extract`` or from ``fields``."""
 
     kind: ClassVar[Kind] = Kind.failure
-    failure: str
-    phase: str | None = None  # a phase the text itself tells
+    failure: str  # a FailureKind, or a grammar pack's own kind
+    phase: Phase | None = None  # a phase the text itself tells
     implies_up: bool = False  # the text tells the engine had been serving
     fields: Fields = field(default_factory=dict)
     extract: Extractor | None = None

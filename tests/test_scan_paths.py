@@ -350,3 +350,14 @@ def test_a_ledger_that_cannot_open_stops_the_early_scan(tmp_path):
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "file" / "ledger.db"), "ingest", str(log)])
     assert result.exit_code == 1 and result.output.count("\n") == 1 and "Traceback" not in result.output
     assert _no_children_left()
+
+
+def test_a_fast_shape_names_its_figures_from_the_vocabulary():
+    from parsers.rules import FastShape
+
+    with pytest.raises(ValueError, match="no series 'running'"):
+        FastShape("engine_stats", r"Running: (?P<running>\d+) reqs", {"running": int})
+    with pytest.raises(ValueError, match="no group named 'running_reqs'"):
+        FastShape("engine_stats", r"Running: (\d+) reqs", {"running_reqs": int})
+    shape = FastShape("engine_stats", r"Running: (?P<running_reqs>\d+) reqs", {"running_reqs": int})
+    assert shape.data(("7",)) == {"kind": "engine_stats", "engine": None, "values": {"running_reqs": 7}}
