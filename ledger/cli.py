@@ -137,8 +137,8 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
     if image and not _DIGEST.match(image):
         raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
     rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
-    # the first input starts now: a large file is scanned on the other core while the ledger's
-    # modules load and the ledger opens (they are what the imports below cost)
+    # the first input starts now: the parser reads it while the ledger's modules load and the
+    # ledger opens (they are what the imports below cost)
     from .ingest import start_parse
 
     started = start_parse(logs[0], rules, year) if logs[0] != "-" else None
@@ -239,20 +239,20 @@ def _streamed(path: str, as_json: bool):
 
 def _boot_line(bid: int, boot, path: str) -> str:
     from parsers.units import format_bytes
-    from parsers.vocabulary import F
+    from parsers.vocabulary import FactName
 
     parts = [f"boot {bid}", f"{boot.outcome:<10}"]
     parts.append(f"vLLM {boot.engine_version}" if boot.engine_version else "vLLM ?")
-    tokens = boot.summary(F.kv_cache_tokens)
+    tokens = boot.summary(FactName.kv_cache_tokens)
     if tokens:
         parts.append(f"kv {int(tokens.value):,} tokens")
-    conc = boot.summary(F.max_concurrency)
+    conc = boot.summary(FactName.max_concurrency)
     if conc:
         parts.append(f"{conc.value:.2f}x")
-    mem = boot.summary(F.kv_cache_reserved_bytes) or boot.summary(F.available_kv_cache_bytes)
+    mem = boot.summary(FactName.kv_cache_reserved_bytes) or boot.summary(FactName.available_kv_cache_bytes)
     if mem:
         parts.append(f"kv memory {format_bytes(mem.value)}")
-    weights = boot.summary(F.model_weights_bytes)
+    weights = boot.summary(FactName.model_weights_bytes)
     if weights:
         parts.append(f"weights {format_bytes(weights.value)}")
     if boot.failures:

@@ -13,7 +13,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from parsers.units import format_bytes
-from parsers.vocabulary import F, summarize
+from parsers.vocabulary import FactName, summarize
 
 from .db import models as m
 from .db.connect import Ledger
@@ -138,17 +138,17 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
         rows = []
         for b in boots:
             fs = sums.get(b.id, {})
-            kv_mem = fs.get(F.kv_cache_reserved_bytes) or fs.get(F.available_kv_cache_bytes)
+            kv_mem = fs.get(FactName.kv_cache_reserved_bytes) or fs.get(FactName.available_kv_cache_bytes)
             rows.append({
                 "boot": b.id,
                 "started": (b.started_at or "") + ("*" if b.started_at and b.year_inferred else ""),
                 "deploy": deploy_name(b.deploy),
                 "engine": b.engine_version or "",
                 "outcome": b.outcome,
-                "kv_tokens": _v(fs.get(F.kv_cache_tokens)),
-                "concurrency": _v(fs.get(F.max_concurrency)),
+                "kv_tokens": _v(fs.get(FactName.kv_cache_tokens)),
+                "concurrency": _v(fs.get(FactName.max_concurrency)),
                 "kv_memory": _v(kv_mem),
-                "weights": _v(fs.get(F.model_weights_bytes)),
+                "weights": _v(fs.get(FactName.model_weights_bytes)),
                 "kv_check": checks[b.id].get("kv"),
                 "contract": checks[b.id].get("capacity"),
                 "source": f"{b.source_path}:{b.first_line}-{b.last_line}",

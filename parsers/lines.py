@@ -1,6 +1,6 @@
 """The line model: one physical log line, stripped of colour, paste wrappers and vLLM's header.
 
-A vLLM record looks like (see reference §1)::
+A vLLM record looks like (``docs/vllm-log-lines.md`` §1)::
 
     [wrappers] [(<process> pid=N) ][[Stage-k] ]LEVEL MM-DD HH:MM:SS [file.py:NNN] message
 
@@ -72,10 +72,6 @@ class Line:
     offset: int | None = None  # byte offset of the line in the input, when the scanner knows it
 
     @property
-    def has_header(self) -> bool:
-        return self.level is not None
-
-    @property
     def has_prefix(self) -> bool:
         return self.process is not None or self.level is not None
 
@@ -129,7 +125,7 @@ def parse_line(number: int, raw: str) -> Line:
         h = _HEADER.search(text)
         if h is not None and line.process is None:
             p = None
-            for p in _PROCESS.finditer(text, 0, h.start()):
+            for p in _PROCESS.finditer(text, 0, h.start()):  # noqa: B007 - the last one is wanted
                 pass
             if p is not None:
                 _set_process(line, p)
