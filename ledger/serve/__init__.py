@@ -1,0 +1,39 @@
+"""``ledger serve``: a read-only web view of the ledger, and the charts ``ledger plot`` writes.
+
+* ``data``   — every read of the ledger these views make (the only module here that touches it)
+* ``charts`` — the charts, drawn once for both the pages (SVG) and ``ledger plot`` (PNG/SVG)
+* ``app``    — the Starlette application: pages, their JSON twins, static files
+
+Starlette, uvicorn, Jinja2 and matplotlib come with the ``serve`` extra and are imported only
+by ``ledger serve`` and ``ledger plot``.
+"""
+
+from __future__ import annotations
+
+from ..errors import LedgerError
+
+NEEDS = "ledger serve needs its extra: pip install 'vllm-ledger[serve]'"
+
+
+def run(db: str | None, host: str, port: int, echo=print) -> None:
+    """Open the ledger read-only and serve it until Ctrl-C (or SIGTERM)."""
+    try:
+        import uvicorn
+
+        from .app import create_app
+    except ImportError as exc:
+        raise LedgerError(f"{NEEDS} ({exc.name} is missing)") from None
+    from .data import open_read_only
+
+    ledger = open_read_only(db)
+    try:
+        app = create_app(ledger)
+        shown = f"[{host}]" if ":" in host else host
+        echo(f"ledger: serving the ledger read-only at http://{shown}:{port}/ (Ctrl-C stops)")
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            echo(f"ledger: warning: anyone who can reach {host}:{port} can read this ledger")
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                                lifespan="off", server_header=False)
+        uvicorn.Server(config).run()  # returns after Ctrl-C / SIGTERM, once requests are done
+    finally:
+        ledger.dispose()
