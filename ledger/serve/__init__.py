@@ -34,6 +34,12 @@ def run(db: str | None, host: str, port: int, echo=print) -> None:
             echo(f"ledger: warning: anyone who can reach {host}:{port} can read this ledger")
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                                 lifespan="off", server_header=False)
-        uvicorn.Server(config).run()  # returns after Ctrl-C / SIGTERM, once requests are done
+        try:
+            # uvicorn finishes the requests in flight on Ctrl-C / SIGTERM, then raises the signal
+            # again for the default handler: that KeyboardInterrupt is the normal way out
+            uvicorn.Server(config).run()
+        except KeyboardInterrupt:
+            pass
+        echo("ledger: stopped")
     finally:
         ledger.dispose()

@@ -228,7 +228,7 @@ def history_frame(ledger: Ledger, deploy_ref: str | None) -> tuple[pd.DataFrame,
     rows = history(ledger, deploy_ref)
     if not rows:
         raise LedgerError("no boots to plot")
-    title = f"history{' of ' + deploy_ref if deploy_ref else ''}: {len(rows)} boots"
+    title = f"history{' of ' + deploy_ref if deploy_ref else ''}: {_boots(len(rows))}"
     return boots_frame(ledger, rows), title
 
 
@@ -238,7 +238,11 @@ def deploy_frame(ledger: Ledger, ref: str) -> tuple[pd.DataFrame, str]:
     if not obj["boots"]:
         raise LedgerError(f"{ref}: that deploy has no boots")
     figures = {int(k): v for k, v in obj["figures"].items()}
-    return boots_frame(ledger, obj["boots"], figures), f"deploy {obj['deploy']['name']}: {len(obj['boots'])} boots"
+    return boots_frame(ledger, obj["boots"], figures), f"deploy {obj['deploy']['name']}: {_boots(len(obj['boots']))}"
+
+
+def _boots(n: int) -> str:
+    return f"{n} boot{'s' if n != 1 else ''}"
 
 
 def runtime_frame(ledger: Ledger, ref: str) -> tuple[pd.DataFrame, dict[str, Any]]:
