@@ -360,3 +360,29 @@ def test_serve_refuses_a_missing_ledger_in_one_line(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [f"Error: {tmp_path / 'none.db'}: no ledger here yet "
                                                 "(run 'ledger ingest' first)"]
+
+
+def test_a_boot_ingested_while_serving_shows_on_the_next_request(db, tmp_path):
+    """The server keeps what it built while the ledger is unchanged; an ingest changes it."""
+    import urllib.request
+
+    first, second = RECONCILE[0], RECONCILE[1]
+    _ledger("ingest", str(first), "--label", "one", db=db)
+    proc, base = _start(db)
+    try:
+        def names() -> list[str]:
+            with urllib.request.urlopen(base + "/api/deploys", timeout=60) as r:
+                return sorted(row["deploy"]["name"] for row in json.load(r))
+
+        def settings() -> dict:
+            with urllib.request.urlopen(base + "/api/deploy/one", timeout=60) as r:
+                return json.load(r)["settings"]
+
+        assert names() == names() == ["one"]
+        assert settings() == {}
+        _ledger("ingest", str(second), "--label", "two", db=db)
+        assert names() == ["one", "two"]
+        _ledger("deploy", "set", "one", "card_ceiling_bytes=29120MiB", db=db)
+        assert settings() == {"card_ceiling_bytes": str(29120 * 2**20)}
+    finally:
+        _stop(proc)

@@ -45,27 +45,34 @@ def _environment() -> Environment:
 
 def create_app(ledger: Ledger) -> ReadOnly:
     env = _environment()
+    cache = data.Cache(ledger)
 
     def page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(template).render(ledger_url=_safe_url(ledger.url), **context)
         return HTMLResponse(html, status_code=status)
 
     async def call(fn: Any, *args: Any) -> Any:
-        # database reads and matplotlib block: run them off the event loop
-        return await run_in_threadpool(fn, *args)
+        # database reads and matplotlib block: run them off the event loop; what they build is
+        # kept while the ledger does not change
+        return await run_in_threadpool(cache.get, (fn.__name__, *args), lambda: fn(*args))
+
+    def _deploys() -> list[dict[str, Any]]:
+        return data.deploys(ledger)
 
     async def deploys_page(request: Request) -> Response:
-        rows = await call(data.deploys, ledger)
-        return page("deploys.html", rows=rows)
+        return page("deploys.html", rows=await call(_deploys))
 
     async def deploys_json(request: Request) -> Response:
-        return JSONResponse(data.jsonable(await call(data.deploys, ledger)))
+        return JSONResponse(data.jsonable(await call(_deploys)))
+
+    def _deploy_obj(ref: str) -> dict[str, Any]:
+        return data.deploy(ledger, ref)
 
     def _deploy(ref: str) -> tuple[dict[str, Any], str]:
-        obj = data.deploy(ledger, ref)
+        obj = cache.get(("_deploy_obj", ref), lambda: _deploy_obj(ref))
         chart = ""
         if obj["boots"]:
-            frame, title = data.deploy_frame(ledger, ref)
+            frame, title = data.deploy_frame(ledger, ref, obj)
             chart = charts.svg(charts.boots_figure(frame, title, link=lambda b: f"/boot/{b}"))
         return obj, chart
 
@@ -74,10 +81,13 @@ def create_app(ledger: Ledger) -> ReadOnly:
         return page("deploy.html", d=obj, chart=Markup(chart))
 
     async def deploy_json(request: Request) -> Response:
-        return JSONResponse(data.jsonable(await call(data.deploy, ledger, request.path_params["ref"])))
+        return JSONResponse(data.jsonable(await call(_deploy_obj, request.path_params["ref"])))
+
+    def _boot_obj(ref: str) -> dict[str, Any]:
+        return data.boot(ledger, ref)
 
     def _boot(ref: str, split: bool) -> tuple[dict[str, Any], str]:
-        obj = data.boot(ledger, ref)
+        obj = cache.get(("_boot_obj", ref), lambda: _boot_obj(ref))
         chart = ""
         if obj["runtime"]["engine_stats"]:
             frame, report = data.runtime_frame(ledger, obj["boot"])
@@ -90,7 +100,7 @@ def create_app(ledger: Ledger) -> ReadOnly:
         return page("boot.html", b=obj, chart=Markup(chart), split=split)
 
     async def boot_json(request: Request) -> Response:
-        return JSONResponse(data.jsonable(await call(data.boot, ledger, request.path_params["ref"])))
+        return JSONResponse(data.jsonable(await call(_boot_obj, request.path_params["ref"])))
 
     def _runtime(ref: str, split: bool) -> dict[str, Any]:
         frame, report = data.runtime_frame(ledger, ref)
@@ -103,6 +113,9 @@ def create_app(ledger: Ledger) -> ReadOnly:
         split = request.query_params.get("engines") == "split"
         return JSONResponse(data.jsonable(await call(_runtime, request.path_params["ref"], split)))
 
+    def _choices() -> list[dict[str, Any]]:
+        return data.choices(ledger)
+
     def _diff(a: str, b: str, show_all: bool) -> dict[str, Any] | None:
         return data.diff(ledger, a, b, show_all) if a and b else None
 
@@ -110,7 +123,7 @@ def create_app(ledger: Ledger) -> ReadOnly:
         a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()
         show_all = request.query_params.get("all") == "1"
         result = await call(_diff, a, b, show_all)
-        boots = await call(data.choices, ledger)
+        boots = await call(_choices)
         return page("diff.html", r=result, a=a, b=b, show_all=show_all, boots=boots)
 
     async def diff_json(request: Request) -> Response:
