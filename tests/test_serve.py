@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 import pytest
 from conftest import REAL, ROOT, new_ledger
-from dbutil import IS_PG
+from dbutil import IS_PG, sqlite_only
 
 RADIANCE = sorted((ROOT / "fixtures" / "radiance").glob("*.log"))
 RECONCILE = sorted((ROOT / "fixtures" / "reconcile").glob("*.log"))
@@ -386,3 +386,34 @@ def test_a_boot_ingested_while_serving_shows_on_the_next_request(db, tmp_path):
         assert settings() == {"card_ceiling_bytes": str(29120 * 2**20)}
     finally:
         _stop(proc)
+
+
+def test_the_servers_connection_cannot_write(db):
+    """Read-only at the connection, not by convention: SQLite mode=ro + query_only, PostgreSQL
+    READ ONLY sessions."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    from ledger.serve.data import open_read_only
+
+    _ledger("ingest", str(RECONCILE[0]), db=db)
+    ledger = open_read_only(db)
+    try:
+        with pytest.raises(DBAPIError, match="(?i)read.?only"):
+            with ledger.engine.begin() as conn:
+                conn.execute(text("DELETE FROM fact"))
+        with ledger.engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM fact")).scalar() > 0
+    finally:
+        ledger.dispose()
+
+
+@sqlite_only
+def test_an_old_schema_is_refused_not_migrated(tmp_path):
+    old = tmp_path / "old.db"
+    shutil.copy(ROOT / "fixtures" / "ledgers" / "schema-0001-real-boots.db", old)
+    before = hashlib.sha256(old.read_bytes()).hexdigest()
+    done = subprocess.run([sys.executable, "-m", "ledger", "--db", str(old), "serve"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1 and "run 'ledger db upgrade' first" in done.stderr
+    assert hashlib.sha256(old.read_bytes()).hexdigest() == before
