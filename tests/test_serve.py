@@ -417,3 +417,16 @@ def test_an_old_schema_is_refused_not_migrated(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 1 and "run 'ledger db upgrade' first" in done.stderr
     assert hashlib.sha256(old.read_bytes()).hexdigest() == before
+
+
+def test_a_loopback_server_answers_only_loopback_host_names(server):
+    """A page elsewhere cannot read the ledger through a DNS name rebound to 127.0.0.1."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(server + "/api/deploys", headers={"Host": "attacker.example"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 400
+    with urllib.request.urlopen(server.replace("127.0.0.1", "localhost") + "/api/deploys", timeout=30) as ok:
+        assert ok.status == 200

@@ -20,17 +20,18 @@ def run(db: str | None, host: str, port: int, echo=print) -> None:
     try:
         import uvicorn
 
-        from .app import create_app
+        from .app import LOOPBACK_NAMES, create_app
     except ImportError as exc:
         raise LedgerError(f"{NEEDS} ({exc.name} is missing)") from None
     from .data import open_read_only
 
     ledger = open_read_only(db)
     try:
-        app = create_app(ledger)
+        loopback = host in LOOPBACK_NAMES
+        app = create_app(ledger, allowed_hosts=LOOPBACK_NAMES if loopback else None)
         shown = f"[{host}]" if ":" in host else host
         echo(f"ledger: serving the ledger read-only at http://{shown}:{port}/ (Ctrl-C stops)")
-        if host not in ("127.0.0.1", "localhost", "::1"):
+        if not loopback:
             echo(f"ledger: warning: anyone who can reach {host}:{port} can read this ledger")
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                                 lifespan="off", server_header=False)

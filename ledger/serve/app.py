@@ -16,6 +16,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -43,7 +45,12 @@ def _environment() -> Environment:
     return env
 
 
-def create_app(ledger: Ledger) -> ReadOnly:
+LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
+
+
+def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOnly:
+    """The application; ``allowed_hosts`` are the Host headers answered (a server on loopback
+    answers only loopback names, so a web page cannot reach it by DNS rebinding)."""
     env = _environment()
     cache = data.Cache(ledger)
 
@@ -157,7 +164,8 @@ def create_app(ledger: Ledger) -> ReadOnly:
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={LedgerError: not_found, 404: not_found,
-                                                       Exception: server_error})
+                                                       Exception: server_error},
+                    middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["*"])])
     return ReadOnly(app)
 
 
