@@ -262,9 +262,13 @@ def test_a_boot_page_shows_verdicts_with_their_arithmetic(page, ledger_db, expor
     page.clean()
 
 
-def test_runtime_charts_render_with_the_crash_marked(page, export):
+def test_runtime_charts_render_with_the_crash_marked(page, export, ledger_db):
     boot = next(b for b, o in export.items() if o["deploy"]["label"] == "fp8-5x262144-runtime-oom")
     p = page.open(f"/boot/{boot}", "runtime")
+    report = json.loads(_ledger("runtime", boot, "--format", "json", db=ledger_db))
+    summary = p.inner_text("#runtime-summary")
+    assert f"median {report['decode_tps']['median']:g}" in summary
+    assert f"line {report['ended']['line']}, 0:03:41 after ready" in summary
     chart = p.locator("#runtime-chart svg")
     assert chart.count() == 1
     assert chart.locator("path").count() > 20  # lines, markers, axes

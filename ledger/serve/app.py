@@ -8,6 +8,7 @@ Content-Security-Policy lets the pages load nothing from anywhere but this serve
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ def _environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["human"] = lambda v, unit="": "—" if v is None else human(v, unit, show_unit=bool(unit))
     env.filters["short"] = _short
+    env.filters["pct"] = lambda v: "—" if v is None else f"{v:.1f} %"
+    env.filters["duration"] = lambda v: "—" if v is None else str(dt.timedelta(seconds=int(v)))
     env.filters["figures"] = figures_text
     env.filters["js"] = lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
     env.globals["FAILING"] = data.FAILING
@@ -97,7 +100,7 @@ def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOn
         obj = cache.get(("_boot_obj", ref), lambda: _boot_obj(ref))
         chart = ""
         if obj["runtime"]["engine_stats"]:
-            frame, report = data.runtime_frame(ledger, obj["boot"])
+            frame, report = data.runtime_frame(ledger, obj["boot"], obj["runtime_report"])
             chart = charts.svg(charts.runtime_figure(frame, report, split))
         return obj, chart
 

@@ -250,9 +250,11 @@ def _boots(n: int) -> str:
     return f"{n} boot{'s' if n != 1 else ''}"
 
 
-def runtime_frame(ledger: Ledger, ref: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+def runtime_frame(ledger: Ledger, ref: str, report: dict[str, Any] | None = None
+                  ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A boot's runtime samples (one row per stats interval or spec-decode report, ``at`` the
-    log time as a datetime) and its ``ledger runtime`` report (the crash is marked from it)."""
+    log time as a datetime) and its ``ledger runtime`` report (the crash is marked from it;
+    pass it when the caller has it already)."""
     import pandas as pd
 
     with ledger.Session() as s:
@@ -261,7 +263,7 @@ def runtime_frame(ledger: Ledger, ref: str) -> tuple[pd.DataFrame, dict[str, Any
         cols = [S.kind, S.line, S.logged_at, S.engine, *(getattr(S, c) for c in RUNTIME_SERIES + SPEC_SERIES)]
         rows = s.execute(select(*cols).where(S.boot_id == b.id).order_by(S.line)).all()
         bid = b.id
-    report = runtime_report(ledger, str(bid))
+    report = report if report is not None else runtime_report(ledger, str(bid))
     names = ["kind", "line", "logged_at", "engine", *RUNTIME_SERIES, *SPEC_SERIES]
     frame = pd.DataFrame.from_records(rows, columns=names)
     frame["at"] = pd.to_datetime(frame["logged_at"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
