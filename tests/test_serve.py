@@ -434,3 +434,13 @@ def test_a_loopback_server_answers_only_loopback_host_names(server):
     assert refused.value.code == 400
     with urllib.request.urlopen(server.replace("127.0.0.1", "localhost") + "/api/deploys", timeout=30) as ok:
         assert ok.status == 200
+
+
+def test_other_commands_import_no_web_or_chart_modules(db):
+    code = ("import sys; from click.testing import CliRunner; from ledger.cli import main;"
+            f"[CliRunner().invoke(main, args) for args in (['ingest', {str(RECONCILE[0])!r}], ['history'],"
+            " ['show', '1'], ['runtime', '1'], ['check'], ['--help'])];"
+            "print([m for m in ('starlette', 'uvicorn', 'jinja2', 'matplotlib', 'pandas', 'playwright')"
+            " if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr
