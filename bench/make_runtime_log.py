@@ -7,6 +7,7 @@ the uvicorn access line and a "Finished request" line — and at the end a runti
 a worker and the engine.  Deterministic for a given size.
 
 Usage: python bench/make_runtime_log.py OUT.log --mb 500
+       python bench/make_runtime_log.py OUT.log --hours 10   (ten hours of serving, whatever the size)
 """
 
 from __future__ import annotations
@@ -45,12 +46,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--mb", type=float, default=500)
+    ap.add_argument("--hours", type=float, help="write this many hours of serving instead of --mb")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     rnd = random.Random(args.seed)
     target = int(args.mb * 1e6)
     prompts = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(40, 160))) for _ in range(64)]
     t = dt.datetime(2026, 10, 1, 9, 0, 0)
+    end = t + dt.timedelta(hours=args.hours) if args.hours else None
     written = 0
     with open(args.out, "w", encoding="utf-8") as f:
         def out(text: str) -> None:
@@ -61,7 +64,7 @@ def main() -> None:
         md, hms = t.strftime("%m-%d"), t.strftime("%H:%M:%S")
         out(BOOT.format(md=md, t=hms))
         n = 0
-        while written < target:
+        while (t < end) if end else (written < target):
             t += dt.timedelta(seconds=10)
             md, hms = t.strftime("%m-%d"), t.strftime("%H:%M:%S")
             for _ in range(rnd.randint(30, 70)):

@@ -591,27 +591,42 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
 
 @main.group()
 def plot() -> None:
-    """PNG charts (needs the 'plot' extra: pip install 'vllm-ledger[plot]')."""
+    """Charts in files, PNG or SVG by the suffix of -o (the charts of ledger serve's pages;
+    needs the 'serve' extra: pip install 'vllm-ledger[serve]')."""
+
+
+def _write_chart(make, output: str, db: str | None) -> None:
+    from pathlib import Path
+
+    from .serve import charts
+
+    with _reading(db) as ledger:
+        fig = make(ledger)
+    click.echo(f"wrote {charts.save(fig, Path(output))}")
 
 
 @plot.command("runtime")
 @click.argument("boot")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="runtime.png", show_default=True)
+@click.option("--engines", type=click.Choice(["summed", "split"]), default="summed", show_default=True,
+              help="Add the data-parallel engines' figures up, or draw one line per engine.")
 @db_option
-def plot_runtime_cmd(boot: str, output: str, db: str | None) -> None:
-    """A boot's runtime series: throughput, KV usage, running and waiting requests.
+def plot_runtime_cmd(boot: str, output: str, engines: str, db: str | None) -> None:
+    """A boot's runtime against log time: decode and prompt throughput, KV usage, running and
+    waiting requests, speculative acceptance; the crash marked. Long runs are resampled.
 
     \b
-    Example:
+    Examples:
       ledger plot runtime 7 -o boot7.png
+      ledger plot runtime qwen-fp8 --engines split -o engines.svg
     """
-    from pathlib import Path
+    from .serve import charts, data
 
-    from .runtime import plot_runtime
+    def make(ledger):
+        frame, report = data.runtime_frame(ledger, boot)
+        return charts.runtime_figure(frame, report, split=engines == "split")
 
-    with _reading(db) as ledger:
-        out = plot_runtime(ledger, boot, Path(output))
-    click.echo(f"wrote {out}")
+    _write_chart(make, output, db)
 
 
 @plot.command("history")
@@ -619,19 +634,64 @@ def plot_runtime_cmd(boot: str, output: str, db: str | None) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="history.png", show_default=True)
 @db_option
 def plot_history_cmd(deploy: str | None, output: str, db: str | None) -> None:
-    """KV tokens, concurrency and median decode t/s across boots.
+    """KV tokens, concurrency, KV memory, weights and graph memory of every boot against its
+    start time, coloured by outcome.
 
     \b
     Example:
       ledger plot history --deploy qwen-fp8 -o qwen.png
     """
-    from pathlib import Path
+    from .serve import charts, data
 
-    from .runtime import plot_history
+    def make(ledger):
+        frame, title = data.history_frame(ledger, deploy)
+        return charts.boots_figure(frame, title)
 
-    with _reading(db) as ledger:
-        out = plot_history(ledger, deploy, Path(output))
-    click.echo(f"wrote {out}")
+    _write_chart(make, output, db)
+
+
+@plot.command("deploy")
+@click.argument("deploy_ref", metavar="DEPLOY")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="deploy.png", show_default=True)
+@db_option
+def plot_deploy_cmd(deploy_ref: str, output: str, db: str | None) -> None:
+    """One deploy's boots over time (the chart of its page in ledger serve).
+
+    \b
+    Example:
+      ledger plot deploy fp8-4slot -o fp8.svg
+    """
+    from .serve import charts, data
+
+    def make(ledger):
+        frame, title = data.deploy_frame(ledger, deploy_ref)
+        return charts.boots_figure(frame, title)
+
+    _write_chart(make, output, db)
+
+
+# -- serve ------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (only this machine by default).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@db_option
+def serve(host: str, port: int, db: str | None) -> None:
+    """Serve the ledger, read-only, to a browser: deploys, a deploy's boots over time, a boot's
+    evidence, verdicts and runtime charts, diffs; /api/... gives each page as JSON.
+
+    Needs the 'serve' extra (pip install 'vllm-ledger[serve]'). Ctrl-C stops it.
+
+    \b
+    Examples:
+      ledger serve
+      ledger --db postgresql+psycopg://ledger@db.lan/ledger serve --port 9000
+    """
+    from .serve import run
+
+    run(_db(db), host, port, echo=click.echo)
 
 
 # -- grammar packs ----------------------------------------------------------------------------------

@@ -119,9 +119,13 @@ HISTORY_COLUMNS = ["boot", "started", "deploy", "engine", "outcome", "kv_tokens"
 
 
 def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
-            since: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+            since: str | None = None, limit: int | None = None,
+            boot_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """History rows, newest first; ``boot_ids`` limits them to those boots (``ledger serve``)."""
     with ledger.Session() as s:
         q = select(m.Boot).options(selectinload(m.Boot.deploy))
+        if boot_ids is not None:
+            q = q.where(m.Boot.id.in_(boot_ids))
         if deploy:
             deploys = deploys_named(s, deploy)
             q = q.where(m.Boot.deploy_id.in_([d.id for d in deploys]))

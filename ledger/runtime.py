@@ -1,8 +1,8 @@
 """What a served boot did: decode speed, KV usage, prefix hits, speculative acceptance, requests,
-uptime and how it ended (``ledger runtime``), and the charts of ``ledger plot``.
+uptime and how it ended (``ledger runtime``).  The charts (``ledger plot``, ``ledger serve``) are
+drawn by ``ledger.serve.charts``.
 
-Figures are read from the ``runtime_sample`` table; nothing here parses logs.  matplotlib is
-imported only by the plotting functions.
+Figures are read from the ``runtime_sample`` table; nothing here parses logs.
 """
 
 from __future__ import annotations
@@ -10,15 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import statistics
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
 from .db import models as m
 from .db.connect import Ledger
-from .errors import LedgerError
-from .queries import boot_summaries, deploy_name, deploys_named, resolve_boot
+from .queries import deploy_name, resolve_boot
 
 
 def _seconds_between(a: str | None, b: str | None) -> float | None:
@@ -127,93 +125,3 @@ def render_runtime(r: dict[str, Any]) -> str:
     else:
         lines.append(f"  ended          {e['how']}")
     return "\n".join(lines)
-
-
-# -- charts ------------------------------------------------------------------------------------------
-
-
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise LedgerError("ledger plot needs matplotlib: pip install 'vllm-ledger[plot]'") from None
-    return plt
-
-
-def plot_runtime(ledger: Ledger, ref: str, out: Path) -> Path:
-    """A boot's runtime series: decode and prompt throughput, KV usage, running/waiting."""
-    plt = _pyplot()
-    with ledger.Session() as s:
-        boot = resolve_boot(s, ref)
-        S = m.RuntimeSample
-        rows = s.execute(select(S.line, S.engine, S.generation_throughput_tps, S.prompt_throughput_tps,
-                                S.gpu_kv_cache_usage_pct, S.running_reqs, S.waiting_reqs)
-                         .where(S.boot_id == boot.id, S.kind == "engine_stats").order_by(S.line)).all()
-        title = f"boot {boot.id} — {deploy_name(boot.deploy)} — {boot.outcome}"
-    if not rows:
-        raise LedgerError(f"boot {ref}: no stats intervals to plot")
-    fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
-    engines = sorted({r[1] for r in rows}, key=lambda e: (e is None, e))
-    for e in engines:
-        sel = [r for r in rows if r[1] == e]
-        x = [r[0] for r in sel]
-        label = f"engine {e}" if e is not None else "engine"
-        axes[0].plot(x, [r[2] for r in sel], label=f"{label} decode")
-        axes[0].plot(x, [r[3] for r in sel], linestyle=":", label=f"{label} prompt")
-        axes[1].plot(x, [r[4] for r in sel], label=label)
-        axes[2].plot(x, [r[5] for r in sel], label=f"{label} running")
-        axes[2].plot(x, [r[6] for r in sel], linestyle="--", label=f"{label} waiting")
-    axes[0].set_ylabel("tokens/s")
-    axes[1].set_ylabel("GPU KV cache %")
-    axes[2].set_ylabel("requests")
-    axes[2].set_xlabel("log line")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper right")
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
-
-
-def plot_history(ledger: Ledger, deploy: str | None, out: Path) -> Path:
-    """KV tokens, concurrency and median decode t/s of a deploy's boots (all boots if none named)."""
-    plt = _pyplot()
-    with ledger.Session() as s:
-        q = select(m.Boot).order_by(m.Boot.started_at.asc().nulls_first(), m.Boot.id)
-        if deploy:
-            deploys = deploys_named(s, deploy)
-            q = q.where(m.Boot.deploy_id.in_([d.id for d in deploys]))
-        boots = list(s.execute(q).scalars())
-        sums = boot_summaries(s, [b.id for b in boots])
-        S = m.RuntimeSample
-        decode: dict[int, float] = {}
-        for b in boots:
-            v = [r[0] for r in s.execute(select(S.generation_throughput_tps).where(
-                S.boot_id == b.id, S.kind == "engine_stats", S.running_reqs > 0)).all() if r[0] is not None]
-            if v:
-                decode[b.id] = statistics.median(v)
-    if not boots:
-        raise LedgerError("no boots to plot")
-    labels = [str(b.id) for b in boots]
-    tokens = [sums.get(b.id, {}).get("kv_cache_tokens") for b in boots]
-    conc = [sums.get(b.id, {}).get("max_concurrency") for b in boots]
-    fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
-    axes[0].bar(labels, [t.value if t else 0 for t in tokens], color="tab:blue")
-    axes[0].set_ylabel("KV cache tokens")
-    axes[1].bar(labels, [c.value if c else 0 for c in conc], color="tab:green")
-    axes[1].set_ylabel("max concurrency (x)")
-    axes[2].bar(labels, [decode.get(b.id, 0) for b in boots], color="tab:orange")
-    axes[2].set_ylabel("median decode t/s")
-    axes[2].set_xlabel("boot")
-    for ax in axes:
-        ax.grid(alpha=0.3, axis="y")
-    fig.suptitle(f"history{' of ' + deploy if deploy else ''}: {len(boots)} boots")
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out

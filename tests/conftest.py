@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,18 +14,15 @@ SYNTH = ROOT / "fixtures" / "synthetic"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-@pytest.fixture
-def db(tmp_path, monkeypatch):
-    """A fresh, empty ledger; LEDGER_DB points at it so commands need no --db.
-
-    SQLite by default; with LEDGER_TEST_DB=postgresql a new database on the server that
-    LEDGER_TEST_PG names (an admin URL), dropped after the test."""
+@contextmanager
+def new_ledger(folder: Path):
+    """A fresh, empty ledger's location: a SQLite file in ``folder``; with
+    LEDGER_TEST_DB=postgresql a new database on the server that LEDGER_TEST_PG names (an admin
+    URL), dropped afterwards."""
     import os
 
     if os.environ.get("LEDGER_TEST_DB", "sqlite") != "postgresql":
-        path = str(tmp_path / "ledger.db")
-        monkeypatch.setenv("LEDGER_DB", path)
-        yield path
+        yield str(folder / "ledger.db")
         return
     import uuid
 
@@ -37,14 +35,26 @@ def db(tmp_path, monkeypatch):
     with admin.connect() as conn:
         conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
     url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    monkeypatch.setenv("LEDGER_DB", url)
-    yield url
-    import dbutil
+    try:
+        yield url
+    finally:
+        import dbutil
 
-    dbutil.dispose(url)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.dispose()
+        dbutil.dispose(url)
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    """A fresh, empty ledger; LEDGER_DB points at it so commands need no --db.
+
+    SQLite by default; with LEDGER_TEST_DB=postgresql a new database on the server that
+    LEDGER_TEST_PG names (an admin URL), dropped after the test."""
+    with new_ledger(tmp_path) as url:
+        monkeypatch.setenv("LEDGER_DB", url)
+        yield url
 
 
 @pytest.fixture

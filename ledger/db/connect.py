@@ -171,3 +171,58 @@ def upgrade(db: str | None = None) -> tuple[str | None, str, Path | None]:
         return before, HEAD_REVISION, backup
     finally:
         ledger.dispose()
+
+
+def open_read_only(db: str | None) -> Ledger:
+    """``ledger serve``'s ledger: opened so that nothing can write to it (SQLite ``mode=ro`` with
+    ``query_only``; PostgreSQL sessions READ ONLY), at the head revision or refused, never migrated."""
+    import sqlite3
+
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.orm import sessionmaker
+
+    from .migrate import current_revision
+    url = resolve_url(db)
+    try:
+        u = make_url(url)
+    except Exception:  # noqa: BLE001 - SQLAlchemy's ArgumentError: not a URL
+        raise LedgerError(f"{url}: not a database path or SQLAlchemy URL") from None
+    if u.get_backend_name() == "sqlite":
+        if not u.database or u.database == ":memory:":
+            raise LedgerError("ledger serve needs a ledger file or a server, not an in-memory database")
+        from pathlib import Path
+
+        path = Path(u.database)
+        sqlite.check_target(path, create=False)
+
+        def connect() -> sqlite3.Connection:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {sqlite.BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA query_only = ON")
+            return conn
+
+        engine = create_engine("sqlite://", creator=connect)
+    else:
+        try:
+            engine = create_engine(url)
+        except Exception as exc:  # noqa: BLE001 - a missing driver or a bad URL: one line
+            raise LedgerError(f"{url}: cannot open: {exc}") from None
+        if engine.dialect.name == "postgresql":
+            @event.listens_for(engine, "connect")
+            def _read_only(dbapi_conn: Any, _record: Any) -> None:
+                cur = dbapi_conn.cursor()
+                cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                cur.close()
+                dbapi_conn.commit()
+    try:
+        rev = current_revision(engine)
+    except Exception as exc:  # noqa: BLE001 - a file or server that is not a ledger
+        engine.dispose()
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise LedgerError(f"{url}: cannot read the ledger: {reason}") from None
+    if rev != HEAD_REVISION:
+        engine.dispose()
+        raise LedgerError(f"{url}: the ledger's schema is {rev or 'missing'}, not {HEAD_REVISION}; "
+                          f"ledger serve only reads (run 'ledger db upgrade' first)")
+    return Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), "read")

@@ -1,0 +1,267 @@
+"""Every read ``ledger serve`` and ``ledger plot`` make of the ledger, in one place.
+
+The objects are the ones the other commands print — ``ledger export`` / ``show --format json``
+for a boot, ``history --format json`` rows for the deploys and a deploy's boots, ``diff --format
+json`` for a diff, ``runtime --format json`` for a boot's runtime — built by the same functions
+(``ledger.queries``, ``ledger.diff``, ``ledger.reconcile``, ``ledger.runtime``).  The chart
+frames (pandas) are built from the same rows.
+
+The ledger is opened read-only: SQLite with ``mode=ro`` and ``query_only``, PostgreSQL in
+read-only transactions; an out-of-date schema is refused, never migrated.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select
+
+from ..db import models as m
+from ..db.connect import Ledger
+from ..diff import diff as diff_boots
+from ..diff import render_diff
+from ..errors import LedgerError
+from ..queries import deploy_name, history, resolve_boot, resolve_deploys, show
+from ..runtime import runtime_report
+from ..verdicts import FAILING, view_rows
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# what a deploy's boots are charted by: the figures of their history rows, and one fact more
+BOOT_SERIES = ("kv_tokens", "concurrency", "kv_memory", "weights", "graph_memory")
+EXTRA_FACTS = {"graph_memory": "graph_capture_bytes"}
+RUNTIME_SERIES = ("prompt_throughput_tps", "generation_throughput_tps", "running_reqs", "waiting_reqs",
+                  "gpu_kv_cache_usage_pct")
+SPEC_SERIES = ("spec_mean_acceptance_length", "spec_draft_acceptance_rate_pct")
+
+
+# -- pages ------------------------------------------------------------------------------------------
+
+
+def _failing_first(row: dict[str, Any]) -> int:
+    return 0 if any(v in FAILING for v in row["verdicts"].values()) else 1
+
+
+def deploys(ledger: Ledger) -> list[dict[str, Any]]:
+    """Every deploy: its latest boot (a ``history`` row), the latest boot's verdicts, how many
+    boots, when last seen.  Deploys with an off, broken or over verdict first, then the most
+    recently seen."""
+    with ledger.Session() as s:
+        B = m.Boot
+        ranked = (select(B.id, B.deploy_id, B.started_at,
+                         func.row_number().over(partition_by=B.deploy_id,
+                                                order_by=(B.started_at.desc().nulls_last(), B.id.desc()))
+                         .label("rank"))
+                  .subquery())
+        latest = {row.deploy_id: (row.id, row.started_at)
+                  for row in s.execute(select(ranked).where(ranked.c.rank == 1))}
+        counts = dict(s.execute(select(B.deploy_id, func.count()).group_by(B.deploy_id)).all())
+        deps = {d.id: d for d in s.execute(select(m.Deploy)).scalars()}
+    ids = [bid for bid, _ in latest.values()]
+    rows_by_boot = {r["boot"]: r for r in history(ledger, boot_ids=ids)} if ids else {}
+    # the history rows carry the KV and capacity verdicts; the ceilings' view is cheap (the KV
+    # reconciliation view is the costly one: it is evaluated once, by history)
+    ceilings = {r["boot_id"]: r for r in view_rows(ledger, "budget_ceilings", ids)} if ids else {}
+    out = []
+    for did, (bid, started) in latest.items():
+        row, ceiling = rows_by_boot[bid], ceilings.get(bid, {})
+        out.append({"deploy": _deploy_obj(deps[did]), "boots": counts.get(did, 0), "last_seen": started,
+                    "latest": row, "verdicts": {"kv": row["kv_check"], "capacity": row["contract"],
+                                                "vram": ceiling.get("vram_verdict"),
+                                                "host": ceiling.get("host_verdict")}})
+    out.sort(key=lambda r: r["last_seen"] or "", reverse=True)
+    out.sort(key=_failing_first)  # stable: failing first, each group newest first
+    return out
+
+
+def _deploy_obj(d: m.Deploy) -> dict[str, Any]:
+    return {"id": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image_digest": d.image_digest,
+            "label": d.label, "dirty": d.dirty}
+
+
+def _find_deploy(s: Any, ref: str) -> m.Deploy:
+    """A deploy by its id (the pages' links), else by commit/digest prefix or label."""
+    if ref.isdigit():
+        d = s.get(m.Deploy, int(ref))
+        if d is not None:
+            return d
+    found = resolve_deploys(s, ref)
+    if not found:
+        raise LedgerError(f"{ref}: no deploy by that id, commit, digest or label")
+    if len(found) > 1:
+        raise LedgerError(f"{ref}: names more than one deploy; give more of it")
+    return found[0]
+
+
+def deploy(ledger: Ledger, ref: str) -> dict[str, Any]:
+    """A deploy, its settings and its boots (``history`` rows, newest first) with the figures
+    the deploy chart draws."""
+    with ledger.Session() as s:
+        d = _find_deploy(s, ref)
+        obj = _deploy_obj(d)
+        settings = {r.key: r.value for r in s.execute(
+            select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id)).scalars()}
+        ids = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == d.id)).scalars())
+    rows = history(ledger, boot_ids=ids) if ids else []
+    return {"deploy": obj, "settings": settings, "boots": rows, "figures": boot_figures(ledger, ids)}
+
+
+def boot_figures(ledger: Ledger, boot_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Per boot, the charted figures its history row lacks (the facts.md summary of each),
+    null where not printed."""
+    from ..queries import boot_summaries, export_value
+
+    with ledger.Session() as s:
+        sums = boot_summaries(s, boot_ids)
+    out: dict[int, dict[str, Any]] = {}
+    for bid in boot_ids:
+        facts = sums.get(bid, {})
+        out[bid] = {col: export_value(facts[name].value, facts[name].unit) if name in facts else None
+                    for col, name in EXTRA_FACTS.items()}
+    return out
+
+
+def boot(ledger: Ledger, ref: str) -> dict[str, Any]:
+    """``ledger show --format json`` of a boot, plus its ``ledger runtime --format json`` report
+    and its neighbours in the deploy (for the diff links)."""
+    obj = show(ledger, ref)
+    bid = int(obj["boot"])
+    obj["runtime_report"] = runtime_report(ledger, str(bid))
+    with ledger.Session() as s:
+        b = s.get(m.Boot, bid)
+        obj["deploy"]["id"] = b.deploy_id
+        obj["deploy"]["name"] = deploy_name(b.deploy)
+        obj["ready_at"], obj["ended_at"] = b.ready_at, b.ended_at
+        others = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == b.deploy_id, m.Boot.id != bid)
+                                .order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc())).scalars())
+    obj["other_boots"] = others
+    return obj
+
+
+def diff(ledger: Ledger, a: str, b: str, show_all: bool = False) -> dict[str, Any]:
+    """``ledger diff --format json``, and the markdown ``--format markdown`` prints."""
+    result = diff_boots(ledger, a, b, show_all)
+    return {**result.to_json(), "markdown": render_diff(result, "markdown")}
+
+
+def choices(ledger: Ledger) -> list[dict[str, Any]]:
+    """Boots to pick from on the diff page: id, deploy, start, outcome (newest first)."""
+    with ledger.Session() as s:
+        rows = s.execute(select(m.Boot.id, m.Boot.started_at, m.Boot.outcome, m.Deploy)
+                         .join(m.Deploy, m.Deploy.id == m.Boot.deploy_id)
+                         .order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc())).all()
+        return [{"boot": r[0], "started": r[1], "outcome": r[2], "deploy": deploy_name(r[3])} for r in rows]
+
+
+# -- chart frames -----------------------------------------------------------------------------------
+
+
+def boots_frame(ledger: Ledger, rows: list[dict[str, Any]], figures: dict[int, dict[str, Any]] | None = None
+                ) -> pd.DataFrame:
+    """One row per boot — started (datetime), boot, deploy, outcome and the charted figures —
+    oldest first, from ``history`` rows."""
+    import pandas as pd
+
+    figures = figures if figures is not None else boot_figures(ledger, [r["boot"] for r in rows])
+    frame = pd.DataFrame([{"boot": r["boot"], "deploy": r["deploy"], "outcome": r["outcome"],
+                           "started": (r["started"] or "").rstrip("*") or None,
+                           **{col: r.get(col) for col in BOOT_SERIES}, **figures.get(r["boot"], {})}
+                          for r in rows],
+                         columns=["boot", "deploy", "outcome", "started", *BOOT_SERIES])
+    frame["started"] = pd.to_datetime(frame["started"], errors="coerce")
+    for col in BOOT_SERIES:
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    return frame.sort_values(["started", "boot"], na_position="first").reset_index(drop=True)
+
+
+def history_frame(ledger: Ledger, deploy_ref: str | None) -> tuple[pd.DataFrame, str]:
+    """``ledger plot history``: every boot (or a deploy's), and a title."""
+    rows = history(ledger, deploy_ref)
+    if not rows:
+        raise LedgerError("no boots to plot")
+    title = f"history{' of ' + deploy_ref if deploy_ref else ''}: {_boots(len(rows))}"
+    return boots_frame(ledger, rows), title
+
+
+def deploy_frame(ledger: Ledger, ref: str, obj: dict[str, Any] | None = None) -> tuple[pd.DataFrame, str]:
+    """``ledger plot deploy`` and the deploy page: a deploy's boots (from ``obj``, the deploy's
+    object when the caller has it), and a title."""
+    obj = obj if obj is not None else deploy(ledger, ref)
+    if not obj["boots"]:
+        raise LedgerError(f"{ref}: that deploy has no boots")
+    figures = {int(k): v for k, v in obj["figures"].items()}
+    return boots_frame(ledger, obj["boots"], figures), f"deploy {obj['deploy']['name']}: {_boots(len(obj['boots']))}"
+
+
+def _boots(n: int) -> str:
+    return f"{n} boot{'s' if n != 1 else ''}"
+
+
+def runtime_frame(ledger: Ledger, ref: str, report: dict[str, Any] | None = None
+                  ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A boot's runtime samples (one row per stats interval or spec-decode report, ``at`` the
+    log time as a datetime) and its ``ledger runtime`` report (the crash is marked from it;
+    pass it when the caller has it already)."""
+    import pandas as pd
+
+    with ledger.Session() as s:
+        b = resolve_boot(s, ref)
+        S = m.RuntimeSample
+        cols = [S.kind, S.line, S.logged_at, S.engine, *(getattr(S, c) for c in RUNTIME_SERIES + SPEC_SERIES)]
+        rows = s.execute(select(*cols).where(S.boot_id == b.id).order_by(S.line)).all()
+        bid = b.id
+    report = report if report is not None else runtime_report(ledger, str(bid))
+    names = ["kind", "line", "logged_at", "engine", *RUNTIME_SERIES, *SPEC_SERIES]
+    frame = pd.DataFrame.from_records(rows, columns=names)
+    frame["at"] = pd.to_datetime(frame["logged_at"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
+    return frame, report
+
+
+# -- a read-only server's memory -------------------------------------------------------------------------
+
+
+class Cache:
+    """Page objects kept while the ledger stays as it was.
+
+    Boots, facts and samples are never changed in place: the ledger changes by new boots and
+    deploys, a renamed deploy or a deploy setting.  A cheap fingerprint of those (a few
+    milliseconds) is taken on every request, and an object built under another fingerprint is
+    not used.  Worth it because the reconciliation views are evaluated over every boot (about a
+    second at 5,000 boots)."""
+
+    def __init__(self, ledger: Ledger, size: int = 64):
+        import threading
+        from collections import OrderedDict
+
+        self.ledger, self.size = ledger, size
+        self.items: OrderedDict[Any, Any] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def fingerprint(self) -> tuple[Any, ...]:
+        import hashlib
+
+        with self.ledger.Session() as s:
+            boots = s.execute(select(func.count(), func.max(m.Boot.id))).one()
+            settings = s.execute(select(func.count(), func.max(m.DeploySetting.set_at))).one()
+            names = s.execute(select(m.Deploy.id, m.Deploy.label).order_by(m.Deploy.id)).all()
+        return (*boots, *settings, hashlib.sha256(repr(names).encode()).hexdigest())
+
+    def get(self, key: Any, make: Any) -> Any:
+        full = (self.fingerprint(), key)
+        with self.lock:
+            if full in self.items:
+                self.items.move_to_end(full)
+                return self.items[full]
+        value = make()
+        with self.lock:
+            self.items[full] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return value
+
+
+def jsonable(obj: Any) -> Any:
+    """Keys as strings (JSON's), the way ``json.dumps`` of the CLI prints them."""
+    return json.loads(json.dumps(obj, default=str))
