@@ -63,7 +63,7 @@ def main() -> None:
     ledger = shutil.which("ledger") or sys.exit("install ledger first (pip install '.[fast]')")
     sys.path.insert(0, str(ROOT))
     import parsers
-    from parsers.scan import available_engines
+    from parsers.fast.scanner import available_engines
 
     rules = parsers.builtin_ruleset()
     work = Path(args.keep or tempfile.mkdtemp(prefix="ledger-bench-"))

@@ -128,8 +128,8 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
     if image and not _DIGEST.match(image):
         raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
     rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
-    # the first input starts now: a large file is scanned on the other core while the ledger's
-    # modules load and the ledger opens (they are what the imports below cost)
+    # the first input starts now: the parser reads it while the ledger's modules load and the
+    # ledger opens (they are what the imports below cost)
     from .ingest import start_parse
 
     started = start_parse(logs[0], rules, year) if logs[0] != "-" else None
@@ -229,7 +229,7 @@ def _streamed(path: str, as_json: bool):
 
 def _boot_line(bid: int, boot, path: str) -> str:
     from parsers.units import format_bytes
-    from parsers.vocabulary import F
+    from parsers.vocabulary import FactName as F
 
     parts = [f"boot {bid}", f"{boot.outcome:<10}"]
     parts.append(f"vLLM {boot.engine_version}" if boot.engine_version else "vLLM ?")

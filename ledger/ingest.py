@@ -27,10 +27,10 @@ class FileResult:
 
 
 def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None) -> parsers.Parse | None:
-    """Start reading ``path`` now (a large file is scanned by a child process meanwhile); None
+    """Start reading ``path`` now (the parser goes on while the caller opens the ledger); None
     when it cannot start — ``ingest_file`` then meets and reports the problem itself."""
     try:
-        return parsers.Parse(parsers.Source(path), rules, year or parsers._default_year(path))
+        return parsers.start(path, rules, year)
     except (parsers.SourceError, OSError):
         return None
 
@@ -44,7 +44,6 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
     from .writing import SampleSpool, Staging, set_source_sha256, store_boot
 
     result = FileResult(path)
-    source = started.source if started is not None else parsers.Source(path)
     staging = Staging(writer)
     spools: dict[int, SampleSpool] = {}
 
@@ -55,6 +54,7 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         spool.add(samples)
 
     def on_boot(boot: parsers.Boot) -> None:
+        source = parse.source
         spool = spools.pop(id(boot), None)
         try:
             bid = store_boot(writer, boot, source.display, source.sha256 or None, info, spool)
@@ -69,15 +69,15 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
                 on_stored(bid, boot)
 
     try:
-        parse = started or parsers.Parse(source, rules, year or parsers._default_year(path))
+        parse = started or parsers.start(path, rules, year)
         parse.run(on_boot=on_boot, runtime_sink=sink, progress=progress)
     except parsers.SourceError as exc:
         result.error = str(exc)
         return result
     finally:
         staging.close()
-    result.sha256 = source.sha256
-    set_source_sha256(writer, [bid for bid, _ in result.stored], source.sha256)
+    result.sha256 = parse.source.sha256
+    set_source_sha256(writer, [bid for bid, _ in result.stored], parse.source.sha256)
     return result
 
 

@@ -1,5 +1,9 @@
 """Events -> Boot records: split a log at each new start-up, attach facts, shape, failures and
-runtime samples, and decide each boot's outcome (``../shared/facts.md``, "Boot outcome").
+runtime samples, and decide each boot's outcome (``docs/facts.md``, "Boot outcome").
+
+``BootAssembler.consume`` takes the scan's item stream (``parsers.items``) and hands back each
+boot once it is finished; ``Boot`` is that finished record, public fields only — what the
+assembler needs while a boot is still open lives in its ``_Work``.
 
 A new boot starts when a start-up marker (version banner, args dump, engine initialisation)
 arrives after the current boot has moved on (any figure, failure or progress), or when the
@@ -12,41 +16,50 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from .items import Counts, CountTotals, End, Header, Item, LineHit, RuntimeRun
 from .lines import Line
 from .rules import (
-    COUNT,
-    FACT,
-    FAILURE,
-    HINT,
-    MARKER,
-    META,
-    RUNTIME,
-    SHAPE,
     Event,
-    RuntimeRun,
+    FailureRule,
+    HintRule,
+    Kind,
+    Marker,
+    MarkerRule,
     RuntimeSample,
 )
 from .units import Quantity
-from .vocabulary import FACTS, SHAPE_DEFAULTS, F, O, P, S, summarize
+from .vocabulary import (
+    FACTS,
+    SHAPE_DEFAULTS,
+    FactName,
+    Outcome,
+    Phase,
+    RuntimeKind,
+    ShapeSource,
+    summarize,
+)
 
-_START_RANK = {"start:banner": 0, "start:args": 1, "start:engine": 2}
-_PROGRESS = ["progress:load", "progress:loaded", "progress:profiled", "progress:kv", "progress:capture"]
+_START_RANK = {Marker.start_banner: 0, Marker.start_args: 1, Marker.start_engine: 2}
+_PROGRESS = [Marker.progress_load, Marker.progress_loaded, Marker.progress_profiled, Marker.progress_kv,
+             Marker.progress_capture]
 # where a failure happened when nothing but the boot's progress tells
-_PHASE_AFTER = {
-    None: P.unknown,
-    "progress:load": P.load,
-    "progress:loaded": P.profile,
-    "progress:profiled": P.kv_alloc,
-    "progress:kv": P.kv_alloc,
-    "progress:capture": P.graph_capture,
+_PHASE_AFTER: dict[str | None, Phase] = {
+    None: Phase.unknown,
+    Marker.progress_load: Phase.load,
+    Marker.progress_loaded: Phase.profile,
+    Marker.progress_profiled: Phase.kv_alloc,
+    Marker.progress_kv: Phase.kv_alloc,
+    Marker.progress_capture: Phase.graph_capture,
 }
-_SHAPE_PRECEDENCE = {S.args: 0, S.engine_config: 1, S.log: 2, S.default: 3}
+_SHAPE_PRECEDENCE: dict[str, int] = {ShapeSource.args: 0, ShapeSource.engine_config: 1, ShapeSource.log: 2, ShapeSource.default: 3}
 _HINT_WINDOW = 150  # lines: a traceback's frames sit this close to its failure line
 _MERGE_WINDOW = 3  # lines: a failure record split over adjacent lines is one failure
+
+Stamp = tuple[str, int | None]  # vLLM's "MM-DD HH:MM:SS" and the year a wrapper printed, if any
 
 
 @dataclass
@@ -100,8 +113,10 @@ class Boot:
     engine_version: str | None = None
     engine_commit: str | None = None
     image_digests: list[str] = field(default_factory=list)
-    outcome: str = O.incomplete
+    outcome: Outcome = Outcome.incomplete
     started_at: str | None = None  # "YYYY-MM-DD HH:MM:SS"
+    started_printed: str | None = None  # the boot's first timestamp as printed ("MM-DD HH:MM:SS")
+    started_year: int | None = None  # and the year a wrapper printed on that line, if any
     year_inferred: bool = False
     ready_line: int | None = None
     ready_at: str | None = None
@@ -114,178 +129,199 @@ class Boot:
     request_lines: int = 0
     samples: dict[str, int] = field(default_factory=lambda: {"engine_stats": 0, "spec_decode": 0})
     content_sha256: str = ""  # digest of every line the boot was read from: its identity
-    # assembly state
-    _digest: Any = field(default_factory=hashlib.sha256, repr=False)
-    _starts: dict[str, str] = field(default_factory=dict, repr=False)
-    _progress: str | None = field(default=None, repr=False)
-    _moved_on: bool = field(default=False, repr=False)
-    _hints: list[tuple[int, str, str | None]] = field(default_factory=list, repr=False)
-    _pids: dict[str, int] = field(default_factory=dict, repr=False)
-    _args_complete: bool = field(default=False, repr=False)
-    _first_ts: tuple[str, int | None] | None = field(default=None, repr=False)
-    _ready_ts: tuple[str, int | None] | None = field(default=None, repr=False)
-    _last_ts: tuple[str, int | None] | None = field(default=None, repr=False)
-    _up_line: int | None = field(default=None, repr=False)
-    _last_stats: RuntimeSample | None = field(default=None, repr=False)
 
-    # -- reading ------------------------------------------------------------------------------
     def summary(self, name: str) -> Fact | None:
         """The boot's figure for a fact: per ``FactSpec.summary`` over all its values."""
         return summarize(name, [f for f in self.facts if f.name == name])
 
-    def fact_names(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for f in self.facts:
-            seen.setdefault(f.name, None)
-        return list(seen)
 
-    @property
-    def runtime_counts(self) -> dict[str, int]:
-        return dict(self.samples)
+@dataclass(slots=True)
+class _Work:
+    """What the assembler keeps about a boot while reading it."""
 
-    def seal_counts(self) -> None:
-        """Fold the final access/request counts into the boot's identity digest."""
-        d = self._digest.copy()
-        d.update(f"access={self.access_lines};request={self.request_lines}".encode())
-        self.content_sha256 = d.hexdigest()
+    digest: Any = field(default_factory=hashlib.sha256)  # every line read so far
+    starts: dict[Marker, str] = field(default_factory=dict)  # start-up marker -> its line's message
+    progress: Marker | None = None  # the furthest progress marker
+    moved_on: bool = False  # a figure, failure or progress came since the start-up lines
+    hints: list[tuple[int, Phase, str | None]] = field(default_factory=list)  # (line, phase, process)
+    pids: dict[str, int] = field(default_factory=dict)  # one-per-boot process -> its pid
+    args_complete: bool = False  # a whole (not cut) args dump was read
+    first_ts: Stamp | None = None
+    ready_ts: Stamp | None = None
+    last_ts: Stamp | None = None
+    up_line: int | None = None  # a line that tells the engine had been serving
+    last_stats: RuntimeSample | None = None  # held back one line: V0 may add its prefix-hit line
 
 
 class BootAssembler:
-    """Feed ``(line, events)`` in line order; ``finish()`` returns the boots."""
+    """``consume`` the scan's items in order; each call returns the boots it finished.
 
-    def __init__(self, first_line: int = 1, default_year: int | None = None,
-                 runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None):
+    ``counts_after_scan``: the counted lines (access, request) arrive after the scan, in a
+    ``CountTotals`` item (counted by grep), so boots are finished only then."""
+
+    def __init__(self, default_year: int | None = None,
+                 runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None,
+                 counts_after_scan: bool = False):
         self.boots: list[Boot] = []
         self.current: Boot | None = None
-        self.first_line = first_line
+        self.first_line = 1
         self.default_year = default_year
         # with a sink, runtime samples leave as they come (in line order, a list at a time)
         # instead of piling up in the boot
         self.runtime_sink = runtime_sink
+        self.counts_after_scan = counts_after_scan
         self._pending_counts: dict[str, int] = {}
-        self.defer_counts = False  # counts arrive after the scan (external counter)
+        self._work: dict[int, _Work] = {}  # by boot index, until the boot is sealed
 
-    def add_counts(self, counts: dict[str, int]) -> None:
+    def consume(self, item: Item) -> list[Boot]:
+        """Take one item of the stream; returns the boots it finished (for streaming)."""
+        match item:
+            case LineHit(line, events, counts):
+                self._add_counts(counts)
+                return self._feed(line, events)
+            case RuntimeRun():
+                self._add_counts(item.counts)
+                finished = self._feed_run(item)
+                self._add_counts(item.within)
+                return finished
+            case Counts(counts):
+                self._add_counts(counts)
+            case Header(lines, counts):
+                self.first_line = lines + 1
+                self._add_counts({k: -n for k, n in counts.items()})
+            case End(total_lines):
+                return self._end(total_lines)
+            case CountTotals(per_boot):
+                for boot, counts in zip(self.boots, per_boot, strict=True):
+                    boot.access_lines = boot.request_lines = 0
+                    _credit(boot, counts)
+                    self._seal(boot)
+                return self.boots
+        return []
+
+    def _add_counts(self, counts: dict[str, int]) -> None:
         """Credit counted lines (access, request) to the current boot."""
-        if not any(counts.values()):
+        if not counts or not any(counts.values()):
             return
         if self.current is None:
             for k, n in counts.items():
                 self._pending_counts[k] = self._pending_counts.get(k, 0) + n
             return
-        self._credit(self.current, counts)
-
-    @staticmethod
-    def _credit(boot: Boot, counts: dict[str, int]) -> None:
-        boot.access_lines += counts.get("access", 0)
-        boot.request_lines += counts.get("request", 0)
+        _credit(self.current, counts)
 
     # -- feeding ------------------------------------------------------------------------------
-    def feed(self, line: Line, events: list[Event]) -> list[Boot]:
-        """Consume one line's events; returns the boots that this line closed (for streaming)."""
-        closed: list[Boot] = []
+    def _feed(self, line: Line, events: list[Event]) -> list[Boot]:
+        """One line's events; returns the boots that this line finished."""
+        finished: list[Boot] = []
         if not events:
-            return closed
-        starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK]
-        boot = self._boot_for(line.number, line.offset, line.process, line.pid, line.message, starts, closed)
-        boot._digest.update(line.raw.encode("utf-8", "surrogatepass"))
-        boot._digest.update(b"\n")
+            return finished
+        starts = [e for e in events if e.kind == Kind.marker and cast(MarkerRule, e.rule).marker in _START_RANK]
+        boot, work = self._boot_for(line.number, line.offset, line.process, line.pid, line.message, starts, finished)
+        work.digest.update(line.raw.encode("utf-8", "surrogatepass"))
+        work.digest.update(b"\n")
         if line.timestamp:
             stamp = (line.timestamp, line.year)
-            boot._first_ts = boot._first_ts or stamp
-            boot._last_ts = stamp
+            work.first_ts = work.first_ts or stamp
+            work.last_ts = stamp
         for ev in events:
             handler = _HANDLERS[ev.kind]
-            handler(self, boot, ev)
-        return closed
+            handler(self, boot, work, ev)
+        return finished
 
-    def feed_run(self, run: RuntimeRun) -> list[Boot]:
-        """``feed`` for each line of a run of runtime records (most lines of a served log), at
+    def _feed_run(self, run: RuntimeRun) -> list[Boot]:
+        """``_feed`` for each line of a run of runtime records (most lines of a served log), at
         once: the same result, without a Line or an Event per line.  The run's lines share a
         process, so only its first line can start a boot."""
-        closed: list[Boot] = []
-        boot = self._boot_for(run.number, run.offset, run.process, run.pid, None, (), closed)
-        boot._digest.update(b"\n".join(run.lines))
-        boot._digest.update(b"\n")
+        finished: list[Boot] = []
+        boot, work = self._boot_for(run.number, run.offset, run.process, run.pid, None, (), finished)
+        work.digest.update(b"\n".join(run.lines))
+        work.digest.update(b"\n")
         samples = run.samples
         first = samples[0]
-        boot._first_ts = boot._first_ts or (first.timestamp, None)
-        boot._last_ts = (samples[-1].timestamp, None)
+        work.first_ts = work.first_ts or (first.timestamp or "", None)
+        work.last_ts = (samples[-1].timestamp or "", None)
         for kind, n in Counter(s.kind for s in samples).items():
             boot.samples[kind] = boot.samples.get(kind, 0) + n
         # as _on_runtime one at a time: each sample lets the held-back stats sample go, and a
         # stats sample is held back in turn
-        out = samples if boot._last_stats is None else [boot._last_stats, *samples]
-        if samples[-1].kind == "engine_stats":
-            boot._last_stats, out = out[-1], out[:-1]
+        out = samples if work.last_stats is None else [work.last_stats, *samples]
+        if samples[-1].kind == RuntimeKind.engine_stats:
+            work.last_stats, out = out[-1], out[:-1]
         else:
-            boot._last_stats = None
+            work.last_stats = None
         if out:
             self._emit(boot, out)
-        self._ready(boot, first.line, first.timestamp, None)
-        return closed
+        self._ready(boot, work, first.line, first.timestamp, None)
+        return finished
 
     def _boot_for(self, number: int, offset: int | None, process: str | None, pid: int | None,
-                  message: str | None, starts: list[Event] | tuple[()], closed: list[Boot]) -> Boot:
+                  message: str | None, starts: Sequence[Event], finished: list[Boot]) -> tuple[Boot, _Work]:
         boot = self.current
         if boot is None:
             boot = self._new(self.first_line)
+        work = self._work[boot.index]
         new = False
         if starts:
-            if boot._moved_on:
+            if work.moved_on:
                 new = True  # figures, failures or progress came since this boot's start-up
             for ev in starts:
-                if boot._starts.get(ev.rule.marker) == message:
+                marker = cast(MarkerRule, ev.rule).marker
+                if work.starts.get(marker) == message:
                     continue  # the same start-up line again before anything else: one boot
-                if any(_START_RANK[m] >= _START_RANK[ev.rule.marker] for m in boot._starts):
+                if any(_START_RANK[m] >= _START_RANK[marker] for m in work.starts):
                     new = True
-        one_per_boot = pid is not None and _one_per_boot(process)
+        one_per_boot = process is not None and pid is not None and _one_per_boot(process)
         if not new and one_per_boot:
-            known = boot._pids.get(process)
-            if known is not None and known != pid and boot._moved_on:
+            known = work.pids.get(cast(str, process))
+            if known is not None and known != pid and work.moved_on:
                 new = True
         if new:
-            closed.append(self._close(boot, number - 1))
+            closed = self._close(boot, number - 1)
+            if closed is not None:
+                finished.append(closed)
             boot = self._new(number)
             boot.first_offset = offset or 0
+            work = self._work[boot.index]
         if one_per_boot:
-            boot._pids.setdefault(process, pid)
-        return boot
+            work.pids.setdefault(cast(str, process), cast(int, pid))
+        return boot, work
 
     def _new(self, first_line: int) -> Boot:
         boot = Boot(index=len(self.boots), first_line=first_line)
         self.boots.append(boot)
+        self._work[boot.index] = _Work()
         self.current = boot
         if self._pending_counts:
-            self._credit(boot, self._pending_counts)
+            _credit(boot, self._pending_counts)
             self._pending_counts = {}
         return boot
 
     # -- handlers -------------------------------------------------------------------------------
-    def _on_fact(self, boot: Boot, ev: Event) -> None:
+    def _on_fact(self, boot: Boot, work: _Work, ev: Event) -> None:
         rank = ev.line.rank if ev.rule.rank_from_prefix else None
         for name, q in ev.data.items():
             boot.facts.append(_fact(name, q, rank, ev, ev.rule.pack))
-        boot._moved_on = True
+        work.moved_on = True
 
-    def _on_shape(self, boot: Boot, ev: Event) -> None:
+    def _on_shape(self, boot: Boot, work: _Work, ev: Event) -> None:
         data = ev.data
         if "items" in data:
             source, items = data["source"], data["items"]
-            if source == S.args and data.get("complete"):
-                boot._args_complete = True
+            if source == ShapeSource.args and data.get("complete"):
+                work.args_complete = True
         else:
-            source, items = S.log, {k: (v.value if isinstance(v, Quantity) else v) for k, v in data.items()}
+            source = ShapeSource.log
+            items = {k: (v.value if isinstance(v, Quantity) else v) for k, v in data.items()}
         for key, value in items.items():
             _set_shape(boot, ShapeValue(key, value, source, ev.line.number, ev.text, ev.rule.pack))
         # facts.md: max_model_len is also read from the args dump and the engine config
         mml = items.get("max_model_len")
-        if source in (S.args, S.engine_config) and isinstance(mml, int) and not isinstance(mml, bool):
-            if mml > 0:
-                boot.facts.append(Fact(F.max_model_len, mml, FACTS[F.max_model_len].unit, None,
-                                       None, ev.line.process, ev.line.number, ev.text, None, str(mml)))
+        if source in (ShapeSource.args, ShapeSource.engine_config) and isinstance(mml, int) \
+                and not isinstance(mml, bool) and mml > 0:
+            boot.facts.append(Fact(FactName.max_model_len, mml, FACTS[FactName.max_model_len].unit, None,
+                                   None, ev.line.process, ev.line.number, ev.text, None, str(mml)))
 
-    def _on_meta(self, boot: Boot, ev: Event) -> None:
+    def _on_meta(self, boot: Boot, work: _Work, ev: Event) -> None:
         d = ev.data
         if d.get("engine_version") and (boot.engine_version is None or
                                         (d.get("engine_commit") and not boot.engine_commit)):
@@ -296,35 +332,37 @@ class BootAssembler:
             if digest not in boot.image_digests:
                 boot.image_digests.append(digest)
 
-    def _on_marker(self, boot: Boot, ev: Event) -> None:
-        marker = ev.rule.marker
+    def _on_marker(self, boot: Boot, work: _Work, ev: Event) -> None:
+        rule = cast(MarkerRule, ev.rule)
+        marker = rule.marker
         if marker in _START_RANK:
-            boot._starts.setdefault(marker, ev.line.message)
+            work.starts.setdefault(marker, ev.line.message)
         elif marker in _PROGRESS:
-            boot._moved_on = True
-            if boot._progress is None or _PROGRESS.index(marker) > _PROGRESS.index(boot._progress):
-                boot._progress = marker
-        elif marker == "ready":
-            self._ready(boot, ev.line.number, ev.line.timestamp, ev.line.year)
-        elif marker == "serving":  # a line that tells requests were being served
-            if ev.rule.implies_up and boot._up_line is None:
-                boot._up_line = ev.line.number
-            self._ready(boot, ev.line.number, ev.line.timestamp, ev.line.year)
+            work.moved_on = True
+            if work.progress is None or _PROGRESS.index(marker) > _PROGRESS.index(work.progress):
+                work.progress = marker
+        elif marker == Marker.ready:
+            self._ready(boot, work, ev.line.number, ev.line.timestamp, ev.line.year)
+        elif marker == Marker.serving:  # a line that tells requests were being served
+            if rule.implies_up and work.up_line is None:
+                work.up_line = ev.line.number
+            self._ready(boot, work, ev.line.number, ev.line.timestamp, ev.line.year)
 
-    def _ready(self, boot: Boot, number: int, timestamp: str | None, year: int | None) -> None:
-        boot._moved_on = True
+    def _ready(self, boot: Boot, work: _Work, number: int, timestamp: str | None, year: int | None) -> None:
+        work.moved_on = True
         if boot.ready_line is None:
             boot.ready_line = number
             if timestamp:
-                boot._ready_ts = (timestamp, year)
+                work.ready_ts = (timestamp, year)
 
-    def _on_hint(self, boot: Boot, ev: Event) -> None:
-        boot._hints.append((ev.line.number, ev.rule.phase, ev.line.process))
-        if len(boot._hints) > 4 * _HINT_WINDOW:  # only frames near a failure matter: stay bounded
-            del boot._hints[: 2 * _HINT_WINDOW]
+    def _on_hint(self, boot: Boot, work: _Work, ev: Event) -> None:
+        work.hints.append((ev.line.number, cast(HintRule, ev.rule).phase, ev.line.process))
+        if len(work.hints) > 4 * _HINT_WINDOW:  # only frames near a failure matter: stay bounded
+            del work.hints[: 2 * _HINT_WINDOW]
 
-    def _on_failure(self, boot: Boot, ev: Event) -> None:
-        boot._moved_on = True
+    def _on_failure(self, boot: Boot, work: _Work, ev: Event) -> None:
+        rule = cast(FailureRule, ev.rule)
+        work.moved_on = True
         figures: dict[str, Any] = {}
         precision: dict[str, float] = {}
         for name, v in ev.data.items():
@@ -334,12 +372,12 @@ class BootAssembler:
                     precision[name] = v.precision
             else:
                 figures[name] = v
-        rank = ev.line.rank if ev.rule.rank_from_prefix else None
-        failure = Failure(ev.rule.failure or "", ev.rule.phase, ev.line.number, ev.text, rank,
-                          ev.line.process, figures, precision, ev.rule.pack, ev.rule.implies_up,
-                          boot._progress, ev.line.timestamp)
-        if ev.rule.implies_up and boot._up_line is None:
-            boot._up_line = ev.line.number
+        rank = ev.line.rank if rule.rank_from_prefix else None
+        failure = Failure(rule.failure, rule.phase, ev.line.number, ev.text, rank,
+                          ev.line.process, figures, precision, rule.pack, rule.implies_up,
+                          work.progress, ev.line.timestamp)
+        if rule.implies_up and work.up_line is None:
+            work.up_line = ev.line.number
         for prev in reversed(boot.failures):
             if prev.kind != failure.kind:
                 continue
@@ -350,27 +388,27 @@ class BootAssembler:
                 return  # the same failure printed again (re-raised, repeated per process)
         boot.failures.append(failure)
 
-    def _on_runtime(self, boot: Boot, ev: Event) -> None:
+    def _on_runtime(self, boot: Boot, work: _Work, ev: Event) -> None:
         d = ev.data
         if d["kind"] == "engine_stats_extra":  # V0's separate prefix-hit line follows the stats line
-            last = boot._last_stats
+            last = work.last_stats
             if last is not None and ev.line.number - last.line <= _MERGE_WINDOW:
-                boot._last_stats = RuntimeSample.of(last.kind, last.line, last.timestamp, last.engine,
-                                                    {**last.values, **d["values"]})
+                work.last_stats = RuntimeSample.of(last.kind, last.line, last.timestamp, last.engine,
+                                                   {**last.values, **d["values"]})
             return
         sample = RuntimeSample.of(d["kind"], ev.line.number, ev.line.timestamp, d["engine"], d["values"])
         boot.samples[sample.kind] = boot.samples.get(sample.kind, 0) + 1
-        self._flush_stats(boot)
-        if sample.kind == "engine_stats":
-            boot._last_stats = sample  # held back one line: V0 may add its prefix-hit line
+        self._flush_stats(boot, work)
+        if sample.kind == RuntimeKind.engine_stats:
+            work.last_stats = sample  # held back one line: V0 may add its prefix-hit line
         else:
             self._emit(boot, [sample])
-        self._ready(boot, ev.line.number, ev.line.timestamp, ev.line.year)
+        self._ready(boot, work, ev.line.number, ev.line.timestamp, ev.line.year)
 
-    def _flush_stats(self, boot: Boot) -> None:
-        if boot._last_stats is not None:
-            self._emit(boot, [boot._last_stats])
-            boot._last_stats = None
+    def _flush_stats(self, boot: Boot, work: _Work) -> None:
+        if work.last_stats is not None:
+            self._emit(boot, [work.last_stats])
+            work.last_stats = None
 
     def _emit(self, boot: Boot, samples: list[RuntimeSample]) -> None:
         if self.runtime_sink is not None:
@@ -378,58 +416,72 @@ class BootAssembler:
         else:
             boot.runtime.extend(samples)
 
-    def _on_count(self, boot: Boot, ev: Event) -> None:
-        if ev.rule.marker == "access":
-            boot.access_lines += 1
-        else:
-            boot.request_lines += 1
-        if ev.rule.implies_up and boot._up_line is None:
-            boot._up_line = ev.line.number
-        self._ready(boot, ev.line.number, ev.line.timestamp, ev.line.year)
-
     # -- closing --------------------------------------------------------------------------------
-    def _close(self, boot: Boot, last_line: int) -> Boot:
-        self._flush_stats(boot)
+    def _close(self, boot: Boot, last_line: int) -> Boot | None:
+        """Close a boot; returns it when it is finished (its counts are final) and sealed."""
+        work = self._work[boot.index]
+        self._flush_stats(boot, work)
         boot.last_line = max(last_line, boot.first_line)
-        boot.content_sha256 = ""  # sealed once the counts are final (seal_counts)
-        if not self.defer_counts:
-            boot.seal_counts()
-        _fill_defaults(boot)
-        _decide(boot)
+        _fill_defaults(boot, work)
+        _decide(boot, work)
         year = None
-        for stamp in (boot._first_ts, boot._ready_ts, boot._last_ts):
+        for stamp in (work.first_ts, work.ready_ts, work.last_ts):
             if stamp and stamp[1]:
                 year = stamp[1]
                 break
         boot.year_inferred = year is None
         year = year or self.default_year
-        boot.started_at = _stamp(boot._first_ts, year)
-        boot.ready_at = _stamp(boot._ready_ts, year)
-        boot.ended_at = _stamp(boot._last_ts, year)
+        if work.first_ts is not None:
+            boot.started_printed, boot.started_year = work.first_ts
+        boot.started_at = _stamp(work.first_ts, year)
+        boot.ready_at = _stamp(work.ready_ts, year)
+        boot.ended_at = _stamp(work.last_ts, year)
         for f in boot.failures:
             if f.timestamp:
                 f.logged_at = _stamp((f.timestamp, None), year)
+        work.hints.clear()
+        if self.counts_after_scan:
+            return None  # sealed once the counts are known (CountTotals)
+        self._seal(boot)
         return boot
 
+    def _seal(self, boot: Boot) -> None:
+        """Fold the final access/request counts into the boot's identity digest."""
+        d = self._work.pop(boot.index).digest.copy()
+        d.update(f"access={boot.access_lines};request={boot.request_lines}".encode())
+        boot.content_sha256 = d.hexdigest()
 
-    def finish(self, total_lines: int) -> list[Boot]:
+    def _end(self, total_lines: int) -> list[Boot]:
+        """The scan is over: close the last boot (and make one, honest and empty, for a log of
+        vLLM lines with not one figure or marker)."""
+        finished: list[Boot] = []
         if self.current is None and self._pending_counts:
             self._new(self.first_line)  # count lines but no event line: still one boot
+        if self.current is None and not self.boots:
+            self._new(self.first_line)
         if self.current is not None:
-            self._close(self.current, total_lines)
+            closed = self._close(self.current, total_lines)
             self.current = None
-        return self.boots
+            if closed is not None:
+                finished.append(closed)
+        return finished
 
 
-_HANDLERS = {
-    FACT: BootAssembler._on_fact,
-    SHAPE: BootAssembler._on_shape,
-    META: BootAssembler._on_meta,
-    MARKER: BootAssembler._on_marker,
-    HINT: BootAssembler._on_hint,
-    FAILURE: BootAssembler._on_failure,
-    RUNTIME: BootAssembler._on_runtime,
-    COUNT: BootAssembler._on_count,
+def _credit(boot: Boot, counts: dict[str, int]) -> None:
+    boot.access_lines += counts.get("access", 0)
+    boot.request_lines += counts.get("request", 0)
+
+
+_Handler = Callable[[BootAssembler, Boot, _Work, Event], None]
+
+_HANDLERS: dict[str, _Handler] = {
+    Kind.fact: BootAssembler._on_fact,
+    Kind.shape: BootAssembler._on_shape,
+    Kind.meta: BootAssembler._on_meta,
+    Kind.marker: BootAssembler._on_marker,
+    Kind.hint: BootAssembler._on_hint,
+    Kind.failure: BootAssembler._on_failure,
+    Kind.runtime: BootAssembler._on_runtime,
 }
 
 
@@ -451,13 +503,13 @@ def _set_shape(boot: Boot, new: ShapeValue) -> None:
         boot.shape[new.key] = new
 
 
-def _fill_defaults(boot: Boot) -> None:
+def _fill_defaults(boot: Boot, work: _Work) -> None:
     """Defaults only where a complete non-default args dump shows the key was left alone."""
-    if not boot._args_complete:
+    if not work.args_complete:
         return
     for key, value in SHAPE_DEFAULTS.items():
         if key not in boot.shape:
-            boot.shape[key] = ShapeValue(key, value, S.default, None, None)
+            boot.shape[key] = ShapeValue(key, value, ShapeSource.default, None, None)
 
 
 def _merge(into: Failure, other: Failure) -> None:
@@ -476,35 +528,35 @@ def _same_figures(a: Failure, b: Failure) -> bool:
     return a.figures == b.figures
 
 
-def _decide(boot: Boot) -> None:
+def _decide(boot: Boot, work: _Work) -> None:
     """Outcome and failure phases, per facts.md."""
     failures = sorted(boot.failures, key=lambda f: f.line)
     boot.failures = failures
     first = failures[0].line if failures else None
     up = boot.ready_line is not None and (first is None or boot.ready_line < first)
-    implied = boot._up_line is not None
+    implied = work.up_line is not None
     if not failures:
-        boot.outcome = O.ready if boot.ready_line is not None else O.incomplete
+        boot.outcome = Outcome.ready if boot.ready_line is not None else Outcome.incomplete
     elif up or implied:
-        boot.outcome = O.crashed
+        boot.outcome = Outcome.crashed
     else:
-        boot.outcome = O.failed
+        boot.outcome = Outcome.failed
     for f in failures:
         if f.phase is not None:
             continue
-        if boot.outcome == O.crashed:
-            f.phase = P.runtime
+        if boot.outcome == Outcome.crashed:
+            f.phase = Phase.runtime
             continue
-        f.phase = _hinted_phase(boot, f) or _PHASE_AFTER[f.progress]
+        f.phase = _hinted_phase(work, f) or _PHASE_AFTER[f.progress]
 
 
-def _hinted_phase(boot: Boot, f: Failure) -> str | None:
+def _hinted_phase(work: _Work, f: Failure) -> Phase | None:
     """The innermost traceback frame near the failure: the last one before it, else the last
     one of the traceback that follows it ("EngineCore failed to start." precedes its frames)."""
-    before = [h for h in boot._hints if f.line - _HINT_WINDOW <= h[0] <= f.line]
+    before = [h for h in work.hints if f.line - _HINT_WINDOW <= h[0] <= f.line]
     if before:
         return before[-1][1]
-    after = [h for h in boot._hints if f.line < h[0] <= f.line + _HINT_WINDOW]
+    after = [h for h in work.hints if f.line < h[0] <= f.line + _HINT_WINDOW]
     return after[-1][1] if after else None
 
 

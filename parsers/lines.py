@@ -1,6 +1,6 @@
 """The line model: one physical log line, stripped of colour, paste wrappers and vLLM's header.
 
-A vLLM record looks like (see reference §1)::
+A vLLM record looks like (``docs/vllm-log-lines.md`` §1)::
 
     [wrappers] [(<process> pid=N) ][[Stage-k] ]LEVEL MM-DD HH:MM:SS [file.py:NNN] message
 
@@ -92,10 +92,6 @@ class Line:
     year: int | None = None  # from a wrapper that printed one, else None
     source_file: str | None = None  # "gpu_worker.py" — evidence only, never matched on
     offset: int | None = None  # byte offset of the line in the input, when the scanner knows it
-
-    @property
-    def has_header(self) -> bool:
-        return self.level is not None
 
     @property
     def has_prefix(self) -> bool:

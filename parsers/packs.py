@@ -11,8 +11,8 @@ A pack is one TOML file (the format is a contract, documented in the README)::
 
 Each named field becomes a fact of that name (or a shape key with ``shape = true``, or a
 figure of a failure with ``failure = "kind"``).  ``units`` says what unit a field is printed in;
-memory is stored in bytes like every built-in fact.  Pack rules are ``Rule`` objects run by the
-same engine as the built-in vLLM grammar.
+memory is stored in bytes like every built-in fact.  Pack rules are the same ``FactRule``,
+``ShapeRule`` and ``FailureRule`` objects as the built-in vLLM grammar's, run by the same engine.
 
 Everything invalid is refused at load time with the file, the rule and what is wrong.
 """
@@ -30,12 +30,14 @@ import parse as parselib
 
 from . import units
 from .lines import parse_line
-from .rules import FACT, FAILURE, SHAPE, Rule
+from .rules import FactRule, FailureRule, Fields, Rule, RuleSet, ShapeRule
+from .source import Source, excerpt_header_end
+from .units import PACK_UNITS
+from .vllm import BUILTIN_RULES
 from .vocabulary import is_snake_case_name
 
 PACK_KEYS = {"name", "description", "rule"}
 RULE_KEYS = {"pattern", "samples", "units", "anchor", "rank_from_prefix", "failure", "shape"}
-PACK_UNITS = ("GiB", "MiB", "KiB", "GB", "MB", "bytes", "s", "ms", "%", "x", "tokens", "blocks", "slots", "t/s")
 BUNDLED_DIR = Path(__file__).resolve().parent / "packs"
 
 
@@ -153,14 +155,18 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
     samples = r.get("samples")
     if not isinstance(samples, list) or not samples or not all(isinstance(s, str) for s in samples):
         raise _rule_error(path, index, "'samples' must list at least one line the rule matches")
-    emits = SHAPE if shape else FAILURE if failure else FACT
-    rule = Rule(
-        name=f"{pack}:{index}", anchor=anchor, emits=emits, pattern=pattern, syntax="parse",
-        fields={n: (n, unit_map.get(n)) for n in names}, failure=failure,
-        rank_from_prefix=rank_from_prefix, pack=pack, samples=tuple(samples),
-    )
-    if failure:
-        rule.extract = _failure_figures(rule)
+    fields: Fields = {n: (n, unit_map.get(n)) for n in names}
+    common: dict[str, Any] = {
+        "name": f"{pack}:{index}", "anchor": anchor, "pattern": pattern, "syntax": "parse",
+        "rank_from_prefix": rank_from_prefix, "pack": pack, "samples": tuple(samples),
+    }
+    rule: Rule
+    if shape:
+        rule = ShapeRule(fields=fields, **common)
+    elif failure:
+        rule = FailureRule(failure=failure, fields=fields, **common)
+    else:
+        rule = FactRule(fields=fields, **common)
     rule.compile()
     for sample in samples:
         line = parse_line(0, sample)
@@ -169,16 +175,6 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
         if not rule.events(line, line.message, sample):
             raise _rule_error(path, index, f"sample {sample!r} does not match pattern {pattern!r}")
     return rule
-
-
-def _failure_figures(rule: Rule):
-    fields = dict(rule.fields)
-
-    def extract(m: Any, line: Any, record: str) -> dict[str, Any]:
-        probe = Rule(rule.name, rule.anchor, FACT, fields=fields)
-        return probe._field_values(m, record) or {}
-
-    return extract
 
 
 # -- finding packs ----------------------------------------------------------------------------------
@@ -260,14 +256,9 @@ class CheckReport:
 def check(pack: Pack, logs: list[str], others: list[Rule] | None = None) -> CheckReport:
     """Run ``pack`` (with the built-in grammar and ``others``) over ``logs``: per rule how many
     lines matched and the first match, and the lines nobody claimed that carry figures."""
-    from .rules import RuleSet
-    from .source import Source
-    from .vllm import BUILTIN_RULES
-
     ruleset = RuleSet(list(BUILTIN_RULES) + list(others or []) + pack.rules)
     hits = {id(r): RuleHits(r) for r in pack.rules}
     report = CheckReport(pack, list(hits.values()), [])
-    from . import _excerpt_header_end
 
     for log in logs:
         number = 0
@@ -275,7 +266,7 @@ def check(pack: Pack, logs: list[str], others: list[Rule] | None = None) -> Chec
         for chunk in Source(log).blocks():
             block = chunk.decode("utf-8", errors="replace")
             if header is None:
-                header = _excerpt_header_end(block)
+                header = excerpt_header_end(block)
             for raw in block.splitlines():
                 number += 1
                 if number <= header:

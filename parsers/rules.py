@@ -1,36 +1,78 @@
-"""The rule engine: anchor literal + pattern -> events.  Built-in vLLM rules and grammar-pack
-rules are the same kind of object and run through the same ``RuleSet``.
+"""The rule engine: anchor literal + pattern -> events.  Built-in vLLM rules (``vllm.py``) and
+grammar-pack rules (``packs.py``) are the same kinds of object and run through the same
+``RuleSet``.
 
-A rule never sees a line that does not contain its anchor: ``RuleSet.scan`` finds candidate
-lines with one alternation of all anchors over large text blocks, and only those lines are
-turned into ``Line`` objects and handed to patterns.
+A rule is one of a few small specs, by what it yields: ``FactRule`` (figures that become facts),
+``ShapeRule`` (the deploy's shape), ``MetaRule`` (engine identity), ``MarkerRule`` (start-up and
+progress markers), ``HintRule`` (traceback frames that tell a phase), ``FailureRule``,
+``RuntimeRule`` (stats records) and ``CountRule`` (lines that are only counted).
+
+A rule never sees a line that does not contain its anchor: the scan (``parsers.fast``) finds
+candidate lines with all anchors at once over large text blocks, and only those lines are turned
+into ``Line`` objects and handed to patterns.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from enum import StrEnum
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import parse as parselib
 
 from . import units
-from .lines import PLAIN_GROUPS, PLAIN_SHAPE, Line, fast_line, parse_line, plain_candidate
-from .scan import Hit
-from .vocabulary import RUNTIME_KIND_SERIES
+from .lines import PLAIN_GROUPS, PLAIN_SHAPE, Line, parse_line, plain_candidate
+from .vocabulary import RUNTIME_KIND_SERIES, Phase
 
-# What an event is about; the boot assembler dispatches on this.
-FACT, SHAPE, FAILURE, RUNTIME, MARKER, HINT, META, COUNT = (
-    "fact", "shape", "failure", "runtime", "marker", "hint", "meta", "count",
-)
+
+class Kind(StrEnum):
+    """What an event is about; the boot assembler dispatches on this."""
+
+    fact = "fact"
+    shape = "shape"
+    failure = "failure"
+    runtime = "runtime"
+    marker = "marker"
+    hint = "hint"
+    meta = "meta"
+    counted = "count"  # (not "count": that would hide str.count)
+
+
+class Marker(StrEnum):
+    """How far a boot has got: its start-up lines, its progress, and that it is up."""
+
+    start_banner = "start:banner"
+    start_args = "start:args"
+    start_engine = "start:engine"
+    progress_load = "progress:load"
+    progress_loaded = "progress:loaded"
+    progress_profiled = "progress:profiled"
+    progress_kv = "progress:kv"
+    progress_capture = "progress:capture"
+    ready = "ready"
+    serving = "serving"  # a line that tells requests were being served
+
+
+class Counter(StrEnum):
+    """The lines a boot counts instead of reading."""
+
+    access = "access"
+    request = "request"
+
+
 SIZE = "size"  # a field unit meaning "the value carries its own unit": '50.00 MiB'
+
+#: ``fields`` of a rule: pattern group -> (fact name, shape key or failure figure; printed unit)
+Fields = dict[str, tuple[str, str | None]]
+#: code that reads a matched record: (match, line, record) -> event data, or None for no event
+Extractor = Callable[[Any, Line, str], dict[str, Any] | None]
 
 
 @dataclass(slots=True)
 class Event:
-    kind: str
+    kind: Kind
     line: Line
     text: str  # the evidence: the physical line(s) the event was read from
     data: dict[str, Any]
@@ -50,7 +92,7 @@ class RuntimeSample(NamedTuple):
 
     @classmethod
     def of(cls, kind: str, line: int, timestamp: str | None, engine: int | None,
-           values: dict[str, Any]) -> RuntimeSample:
+           values: Mapping[str, Any]) -> RuntimeSample:
         """The sample of a record whose figures are named (an extractor's ``values``)."""
         return cls(kind, line, timestamp, engine, tuple(map(values.get, RUNTIME_KIND_SERIES[kind])))
 
@@ -61,19 +103,47 @@ class RuntimeSample(NamedTuple):
 
 
 def _by_name(kind: str, figures: tuple[Any, ...]) -> dict[str, Any]:
-    return {name: v for name, v in zip(RUNTIME_KIND_SERIES[kind], figures) if v is not None}
+    return {name: v for name, v in zip(RUNTIME_KIND_SERIES[kind], figures, strict=False) if v is not None}
+
+
+Convert = Callable[[tuple[str, ...]], tuple[int | None, tuple[Any, ...]]]
+
+
+def _converter(kind: str, groups: Mapping[str, int], figures: Mapping[str, Callable[[str], Any]]) -> Convert:
+    """``groups -> (engine, figures in the kind's series order)`` for a FastShape.
+
+    The function is generated once from the declaration, so reading a record costs what a
+    hand-written one does (a served log has millions): each figure is its named group's text
+    through its converter, a series the shape does not print is None."""
+    series = RUNTIME_KIND_SERIES[kind]
+    unknown = sorted(set(figures) - set(series))
+    if unknown:
+        raise ValueError(f"{kind} has no series {unknown[0]!r}")
+    missing = sorted(set(figures) - set(groups))
+    if missing:
+        raise ValueError(f"the pattern has no group named {missing[0]!r}")
+    names = {f"read_{i}": figures[name] for i, name in enumerate(series) if name in figures}
+    parts = [f"read_{i}(g[{groups[name] - 1}])" if name in figures else "None" for i, name in enumerate(series)]
+    engine = f"int(g[{groups['engine'] - 1}])" if "engine" in groups else "None"
+    convert: Convert = eval(f"lambda g: ({engine}, ({', '.join(parts)},))", {"int": int, **names})  # noqa: S307
+    return convert
 
 
 @dataclass(frozen=True)
 class FastShape:
     """The one exact shape of a runtime record that a served log holds by the million: a regex for
-    the whole message with one group per figure, and ``convert(groups) -> (engine, figures)``.  A
-    record in any other shape takes the rule's general extractor; tests hold both to the same
-    result."""
+    the whole message whose groups are named after the series they print (and ``engine``), and
+    how each figure is read (``figures``: series name -> converter).  A record in any other shape
+    takes the rule's general extractor; tests hold both to the same result."""
 
     kind: str  # the runtime sample kind ("engine_stats", "spec_decode")
     pattern: str
-    convert: Callable[[tuple[str, ...]], tuple[int | None, tuple[Any, ...]]]
+    figures: Mapping[str, Callable[[str], Any]]
+    convert: Convert = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        groups = re.compile(self.pattern).groupindex
+        object.__setattr__(self, "convert", _converter(self.kind, groups, self.figures))
 
     def data(self, groups: tuple[str, ...]) -> dict[str, Any]:
         """The event data the general extractor gives for the record."""
@@ -81,96 +151,181 @@ class FastShape:
         return {"kind": self.kind, "engine": engine, "values": _by_name(self.kind, figures)}
 
 
-# A run ends after this many records, so a run in flight never holds much memory.
-RUN_LIMIT = 1024
-
-
-@dataclass(slots=True)
-class RuntimeRun:
-    """Consecutive lines holding nothing but a runtime record read in one match, from one process
-    (the bulk of a served log), fed to the assembler at once (``BootAssembler.feed_run``): what
-    reading each through the line model and the rules would give, without a Line or an Event."""
-
-    number: int  # the first record's line
-    offset: int | None  # and its byte offset
-    process: str | None
-    pid: int | None
-    lines: list[bytes]  # every record's line
-    samples: list[RuntimeSample]
-    counts: dict[str, int]  # count-anchor occurrences before the first record
-    within: dict[str, int]  # and between its records
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # samples travel (from the scanning child) as plain tuples: a named tuple pickles by
-        # calling its class, several times slower
-        return _rebuild_run, (self.number, self.offset, self.process, self.pid, self.lines,
-                              list(map(tuple, self.samples)), self.counts, self.within)
-
-
-def _rebuild_run(number: int, offset: int | None, process: str | None, pid: int | None, lines: list[bytes],
-                 samples: list[tuple[Any, ...]], counts: dict[str, int], within: dict[str, int]) -> RuntimeRun:
-    return RuntimeRun(number, offset, process, pid, lines, list(map(_as_sample, samples)), counts, within)
-
-
-_as_sample = functools.partial(tuple.__new__, RuntimeSample)
-
-
-@dataclass
+@dataclass(kw_only=True, eq=False)
 class Rule:
-    """One grammar rule.
+    """What every rule has: a name, the anchor literal a line must hold, and an optional pattern
+    (``syntax``: a regex, or a `parse` format as grammar packs write them).  A rule without a
+    pattern fires on its anchor alone."""
 
-    ``fields`` maps a pattern group to ``(name, unit)``: a fact name (FACT rules), a shape key
-    (SHAPE), or a failure figure (FAILURE).  ``extract`` replaces ``fields`` for lines that need
-    code (dict reprs, key: value lists); it returns the event data or None for no match.
-    """
-
+    kind: ClassVar[Kind]
     name: str
     anchor: str
-    emits: str
     pattern: str | None = None
-    syntax: str = "regex"  # or "parse"
-    fields: dict[str, tuple[str, str | None]] = field(default_factory=dict)
-    extract: Callable[[re.Match[str] | Any, Line, str], dict[str, Any] | None] | None = None
-    failure: str | None = None  # FAILURE rules: the kind
-    phase: str | None = None  # FAILURE: a phase the text itself tells; HINT: the phase hinted
-    marker: str | None = None  # MARKER rules: "start:banner", "progress:load", "ready", ...
-    implies_up: bool = False  # the text tells the engine had been serving
+    syntax: Literal["regex", "parse"] = "regex"
     wraps: bool = False  # the record may go on in unprefixed terminal-wrapped lines
     rank_from_prefix: bool = True
     pack: str | None = None
     samples: tuple[str, ...] = ()
-    fast: FastShape | None = None
-    _compiled: Any = field(default=None, repr=False)
-    _fast: Any = field(default=None, repr=False)  # FastShape.pattern, compiled
-    _fast_line: Any = field(default=None, repr=False)  # PLAIN_SHAPE + FastShape.pattern, compiled
+    _compiled: Any = field(default=None, init=False, repr=False)
+    _ready: bool = field(default=False, init=False, repr=False)
 
     def compile(self) -> None:
-        if self.fast is not None:
-            self._fast = re.compile(self.fast.pattern)
-            self._fast_line = re.compile(PLAIN_SHAPE + self.fast.pattern)
         if self.pattern is None:
             self._compiled = None
         elif self.syntax == "parse":
             self._compiled = parselib.compile(self.pattern, case_sensitive=True)
         else:
             self._compiled = re.compile(self.pattern)
+        self._ready = True
 
     def search(self, message: str) -> Any:
-        if self._compiled is None:
+        if not self._ready:
             self.compile()
-            if self._compiled is None:
-                return True  # anchor-only rule
+        if self._compiled is None:
+            return True  # anchor-only rule
         if self.syntax == "parse":
             # a whole-message match first: `parse` fields are lazy, so searching
             # "mode {m}" in "mode precise" would stop at "p"
             return self._compiled.parse(message) or self._compiled.search(message)
         return self._compiled.search(message)
 
+    def events(self, line: Line, record: str, text: str) -> list[Event]:
+        m = self.search(record)
+        if not m:
+            return []
+        data = self.read(m, line, record)
+        if data is None:
+            return []
+        return [Event(self.kind, line, text, data, self)]
+
+    def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        """The event data of a matched record; None: no event after all."""
+        return {}
+
+
+def _field_values(fields: Fields, m: Any, record: str,
+                  bare: Callable[[str], Any] | None = None) -> dict[str, Any] | None:
+    """Each field's printed figure in its unit (``bare`` reads one printed without a unit);
+    None when the rule has fields and not one of them could be read."""
+    values: dict[str, Any] = {}
+    for group, (name, unit) in fields.items():
+        printed = _printed(m, group, record)
+        if printed is None:
+            continue
+        if bare is not None and unit is None:
+            values[name] = bare(printed)
+            continue
+        try:
+            q = units.size(printed) if unit == SIZE else units.quantity(printed, unit)
+        except units.UnitError:
+            continue  # a damaged figure is not guessed at
+        values[name] = q
+    if not values and fields:
+        return None
+    return values
+
+
+@dataclass(kw_only=True, eq=False)
+class FactRule(Rule):
+    """Figures that become facts: ``fields`` maps a pattern group to (fact name, printed unit)."""
+
+    kind: ClassVar[Kind] = Kind.fact
+    fields: Fields = field(default_factory=dict)
+
+    def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        return _field_values(self.fields, m, record)
+
+
+@dataclass(kw_only=True, eq=False)
+class ShapeRule(Rule):
+    """The deploy's shape: ``fields`` (group -> shape key) or ``extract`` for a whole dump."""
+
+    kind: ClassVar[Kind] = Kind.shape
+    fields: Fields = field(default_factory=dict)
+    extract: Extractor | None = None
+
+    def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        if self.extract is not None:
+            return self.extract(m, line, record)
+        return _field_values(self.fields, m, record, bare=_shape_value)
+
+
+@dataclass(kw_only=True, eq=False)
+class MetaRule(Rule):
+    """The engine's identity (version, commit, image digests), read by ``extract``."""
+
+    kind: ClassVar[Kind] = Kind.meta
+    extract: Extractor
+
+    def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        return self.extract(m, line, record)
+
+
+@dataclass(kw_only=True, eq=False)
+class MarkerRule(Rule):
+    """A line that marks a boot's start-up, progress or being up."""
+
+    kind: ClassVar[Kind] = Kind.marker
+    marker: Marker
+    implies_up: bool = False  # the text tells the engine had been serving
+
+
+@dataclass(kw_only=True, eq=False)
+class HintRule(Rule):
+    """A traceback frame that tells which start-up phase an exception came from."""
+
+    kind: ClassVar[Kind] = Kind.hint
+    phase: Phase
+
+
+@dataclass(kw_only=True, eq=False)
+class FailureRule(Rule):
+    """A failure of kind ``failure``; its figures come from ``extract`` or from ``fields``."""
+
+    kind: ClassVar[Kind] = Kind.failure
+    failure: str  # a FailureKind, or a grammar pack's own kind
+    phase: Phase | None = None  # a phase the text itself tells
+    implies_up: bool = False  # the text tells the engine had been serving
+    fields: Fields = field(default_factory=dict)
+    extract: Extractor | None = None
+
+    def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        if self.extract is not None:
+            return self.extract(m, line, record)
+        return _field_values(self.fields, m, record) or {}
+
+
+@dataclass(kw_only=True, eq=False)
+class RuntimeRule(Rule):
+    """A runtime record (stats interval, spec decode), read by ``extract`` — or, in its one
+    common exact shape, by ``fast`` in one match."""
+
+    kind: ClassVar[Kind] = Kind.runtime
+    extract: Extractor
+    fast: FastShape | None = None
+    _fast: Any = field(default=None, init=False, repr=False)  # FastShape.pattern, compiled
+    _fast_line: Any = field(default=None, init=False, repr=False)  # PLAIN_SHAPE + it, compiled
+
+    def compile(self) -> None:
+        super().compile()
+        if self.fast is not None:
+            self._fast = re.compile(self.fast.pattern)
+            self._fast_line = re.compile(PLAIN_SHAPE + self.fast.pattern)
+
+    def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        return self.extract(m, line, record)
+
+    def events(self, line: Line, record: str, text: str) -> list[Event]:
+        data = self.fast_data(record)
+        if data is not None:
+            return [Event(self.kind, line, text, data, self)]
+        return super().events(line, record, text)
+
     def fast_data(self, record: str) -> dict[str, Any] | None:
         """The event data of a record in the rule's FastShape; None for any other record."""
         if self.fast is None:
             return None
-        if self._fast is None:
+        if not self._ready:
             self.compile()
         m = self._fast.fullmatch(record)
         return None if m is None else self.fast.data(m.groups())
@@ -181,7 +336,7 @@ class Rule:
         None for any other line."""
         if self.fast is None or not plain_candidate(raw):
             return None
-        if self._fast_line is None:
+        if not self._ready:
             self.compile()
         m = self._fast_line.fullmatch(raw.decode("ascii"))
         if m is None:
@@ -189,48 +344,23 @@ class Rule:
         groups = m.groups()
         process, pid, _level, timestamp, _file = groups[:PLAIN_GROUPS]
         engine, figures = self.fast.convert(groups[PLAIN_GROUPS:])
-        return process, pid if pid is None else int(pid), RuntimeSample(self.fast.kind, number, timestamp, engine, figures)
+        sample = RuntimeSample(self.fast.kind, number, timestamp, engine, figures)
+        return process, pid if pid is None else int(pid), sample
 
-    def events(self, line: Line, record: str, text: str) -> list[Event]:
-        data = self.fast_data(record)
-        if data is not None:
-            return [Event(self.emits, line, text, data, self)]
-        m = self.search(record)
-        if not m:
-            return []
-        if self.extract is not None:
-            data = self.extract(m, line, record)
-            if data is None:
-                return []
-        else:
-            data = self._field_values(m, record)
-            if data is None:
-                return []
-        return [Event(self.emits, line, text, data, self)]
 
-    def _field_values(self, m: Any, record: str) -> dict[str, Any] | None:
-        values: dict[str, Any] = {}
-        for group, (name, unit) in self.fields.items():
-            printed = _printed(m, group, record)
-            if printed is None:
-                continue
-            if self.emits == SHAPE and unit is None:
-                values[name] = _shape_value(printed)
-                continue
-            try:
-                q = units.size(printed) if unit == SIZE else units.quantity(printed, unit)
-            except units.UnitError:
-                continue  # a damaged figure is not guessed at
-            values[name] = q
-        if not values and self.fields:
-            return None
-        return values
+@dataclass(kw_only=True, eq=False)
+class CountRule(Rule):
+    """Lines holding the anchor are counted as ``counter`` lines, never matched."""
+
+    kind: ClassVar[Kind] = Kind.counted
+    counter: Counter
 
 
 def _printed(m: Any, group: str, record: str) -> str | None:
     """The text a pattern group matched, for both `re` and `parse` results."""
     if isinstance(m, re.Match):
-        return m.group(group)
+        text: str | None = m.group(group)
+        return text
     span = m.spans.get(group)
     if span is None:
         return None
@@ -245,26 +375,25 @@ def _shape_value(printed: str) -> Any:
 
 
 _CUT_END = re.compile(r"[\w,(]$")
-ScanItem = tuple[Line, list[Event], dict[str, int]] | RuntimeRun | dict[str, int] | int
 
 
 class RuleSet:
-    """A set of rules with their anchor scanner.
+    """A set of rules by anchor: which rules a line's anchors call for, and their events.
 
-    Event rules (everything but COUNT) see the lines that hold their anchor; COUNT rules are
-    anchor-only and are counted, not matched: their ``marker`` names the counter ("access",
-    "request") and every occurrence of the anchor counts once.
+    Event rules (all but ``CountRule``) see the lines that hold their anchor; count rules are
+    counted, not matched: every line holding the anchor counts once for its ``counter``.
     """
 
-    def __init__(self, rules: Iterable[Rule], engine: str | None = None):
-        self.rules = [r for r in rules if r.emits != COUNT]
-        self.count_rules = [r for r in rules if r.emits == COUNT]
+    def __init__(self, rules: Iterable[Rule]):
+        rules = list(rules)
+        self.rules = [r for r in rules if not isinstance(r, CountRule)]
+        self.count_rules = [r for r in rules if isinstance(r, CountRule)]
         # no rule compiles here: each does when a line first needs it (most never do in a served
         # log, and start-up is on the clock)
         self.anchors: dict[str, list[Rule]] = {}
         for rule in self.rules:
             self.anchors.setdefault(rule.anchor, []).append(rule)
-        self.count_anchors = {r.anchor: r.marker or r.name for r in self.count_rules}
+        self.count_anchors: dict[str, str] = {r.anchor: r.counter for r in self.count_rules}
         ordered = sorted(self.anchors, key=len, reverse=True)
         # zero-width lookahead finds anchors that overlap or start inside one another
         self._line_re = re.compile("(?=(" + "|".join(re.escape(a) for a in ordered) + "))")
@@ -272,19 +401,11 @@ class RuleSet:
         self._closure: dict[str, list[Rule]] = {}
         for a in ordered:
             self._closure[a] = [r for b in ordered if b in a for r in self.anchors[b]]
-        self.engine = engine
-        self._scanner = None
+        self.order = {id(r): i for i, r in enumerate(self.rules)}
 
     @property
     def all_anchors(self) -> list[str]:
         return list(self.anchors) + list(self.count_anchors)
-
-    def scanner(self):
-        from .scan import LineScanner
-
-        if self._scanner is None:
-            self._scanner = LineScanner(self.anchors, self.count_anchors, self.engine)
-        return self._scanner
 
     def rules_for(self, raw: str) -> list[Rule]:
         found: dict[int, Rule] = {}
@@ -294,13 +415,13 @@ class RuleSet:
         return [r for r in self.rules if id(r) in found]
 
     def count_line(self, text: str) -> dict[str, int]:
-        """Lines of ``text`` holding each count anchor, by kind (as ``grep -c`` counts them)."""
+        """Lines of ``text`` holding each count anchor, by counter (as ``grep -c`` counts them)."""
         counts: dict[str, int] = {}
         lines = text.split("\n")
-        for anchor, kind in self.count_anchors.items():
+        for anchor, counter in self.count_anchors.items():
             n = sum(1 for line in lines if anchor in line)
             if n:
-                counts[kind] = counts.get(kind, 0) + n
+                counts[counter] = counts.get(counter, 0) + n
         return counts
 
     def match_line(self, line: Line, following: Callable[[], list[str]] | None = None,
@@ -323,71 +444,3 @@ class RuleSet:
                     text = "\n".join([line.raw] + extra)
             events.extend(rule.events(line, record, text))
         return events
-
-    def scan(self, blocks: Iterable[bytes], count: bool = True) -> Iterator[ScanItem]:
-        """Yield ``(line, events, counts)`` for each line that holds an event anchor — counts
-        are the count-anchor occurrences since the previous such line — then the counts after
-        the last one (a dict) and the total line count (an int).  Consecutive lines that hold
-        a runtime record in its fast shape come as one ``RuntimeRun``."""
-        return self.read_hits(self.runs(self.scanner().scan(blocks, count)))
-
-    def runs(self, hits: Iterable[Any]) -> Iterator[Any]:
-        """``LineScanner.scan``'s items with consecutive fast runtime records gathered into
-        ``RuntimeRun``s; other items pass through, runs already gathered too (the scanning child
-        gathers some itself: ``ChildScan``'s ``refine``)."""
-        texts = self.scanner().anchor_texts
-        # an anchor only one rule keys on, and that rule has a FastShape: a line holding it alone
-        # and in the plain shape is read in one match
-        shortcut = [rules[0] if len(rules) == 1 and rules[0].fast is not None and not rules[0].wraps
-                    else None for rules in (self.anchors[a] for a in texts)]
-        run: RuntimeRun | None = None
-        for hit in hits:
-            record = None
-            if type(hit) is Hit and len(hit.anchors) == 1:
-                (anchor,) = hit.anchors
-                rule = shortcut[anchor]
-                if rule is not None:
-                    record = rule.fast_runtime(hit.number, hit.raw)
-            if record is None:
-                if run is not None:
-                    yield run
-                    run = None
-                yield hit
-                continue
-            process, pid, sample = record
-            if run is not None and (process != run.process or pid != run.pid or len(run.samples) >= RUN_LIMIT):
-                yield run
-                run = None
-            if run is None:
-                run = RuntimeRun(sample.line, hit.offset, process, pid, [hit.raw], [sample], hit.counts, {})
-                continue
-            run.lines.append(hit.raw)
-            run.samples.append(sample)
-            if hit.counts:
-                within = run.within
-                for kind, n in hit.counts.items():
-                    within[kind] = within.get(kind, 0) + n
-        if run is not None:
-            yield run
-
-    def read_hits(self, hits: Iterable[Any]) -> Iterator[ScanItem]:
-        """``scan`` for hits found elsewhere (``runs`` over ``LineScanner.scan``, here or in a child)."""
-        by_anchor = [self.anchors[a] for a in self.scanner().anchor_texts]
-        order = {id(r): i for i, r in enumerate(self.rules)}
-        for hit in hits:
-            if isinstance(hit, (dict, int, RuntimeRun)):  # a run; the tail counts, then the total
-                yield hit
-                continue
-            # most lines of a served log are in vLLM's plain shape: read without the general model
-            line = fast_line(hit.number, hit.raw) or parse_line(hit.number, hit.raw.decode("utf-8", errors="replace"))
-            line.offset = hit.offset
-
-            def lazy(hit: Any = hit) -> list[str]:
-                return [f.decode("utf-8", errors="replace").rstrip("\r") for f in hit.following()]
-
-            if len(hit.anchors) == 1:
-                rules = by_anchor[next(iter(hit.anchors))]
-            else:
-                rules = sorted({id(r): r for i in hit.anchors for r in by_anchor[i]}.values(),
-                               key=lambda r: order[id(r)])
-            yield line, self.match_line(line, lazy, rules), hit.counts

@@ -2,6 +2,7 @@
 
 Decoding is lenient (invalid UTF-8 becomes U+FFFD) so a damaged file still yields every intact
 line.  Nothing here knows about vLLM; ``blocks()`` only hands out text that ends at a newline.
+Also here: what is not log in a log file (a binary file; an excerpt's leading header).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import BinaryIO, cast
 
 BLOCK_SIZE = 8 * 1024 * 1024
 _HASH_QUEUE = 3  # blocks waiting for the hashing thread (bounds memory)
@@ -66,6 +68,8 @@ class Source:
 
         From a pipe (stdin) it yields what has arrived, so a followed log is read as it grows."""
         raw = self._open()
+        # a damaged gzip or zstd stream too (zstandard is loaded, by _open, only for zstd input)
+        damaged: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error, *_zstd_errors())
         read = getattr(raw, "read1", None) if self.path == "-" else None
         read = read or raw.read
         # sha256 runs in a thread: hashlib lets go of the GIL on large buffers, so the hash
@@ -108,7 +112,7 @@ class Source:
                     yield chunk[: cut + 1]
             if carry:
                 yield carry
-        except (OSError, EOFError, zlib.error, *_zstd_errors()) as exc:  # a damaged gzip or zstd stream too
+        except damaged as exc:
             raise SourceError(f"{self.display}: cannot read: {exc}") from None
         finally:
             pending.put(None)
@@ -121,7 +125,7 @@ class Source:
         while (chunk := pending.get()) is not None:
             self._hasher.update(chunk)
 
-    def _open(self) -> io.BufferedIOBase:
+    def _open(self) -> BinaryIO:
         if self.path == "-":
             return sys.stdin.buffer
         path = self.path
@@ -141,14 +145,15 @@ class Source:
             raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
         kind = _compression(f.peek(4)[:4] if hasattr(f, "peek") else b"")
         if kind == "gzip":
-            return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
+            return cast(BinaryIO, gzip.GzipFile(fileobj=f))
         if kind == "zstd":
             try:
                 import zstandard
             except ImportError:  # pragma: no cover - zstandard is a dependency
                 f.close()
                 raise SourceError(f"{path}: is zstd-compressed; install 'zstandard'") from None
-            return zstandard.ZstdDecompressor().stream_reader(f, closefd=True)  # type: ignore
+            reader: BinaryIO = zstandard.ZstdDecompressor().stream_reader(f, closefd=True)
+            return reader
         return f
 
 
@@ -156,6 +161,23 @@ def _zstd_errors() -> tuple[type[Exception], ...]:
     """zstandard's error for a damaged stream (not an OSError), once zstandard is in use."""
     zstandard = sys.modules.get("zstandard")
     return (zstandard.ZstdError,) if zstandard is not None else ()
+
+
+def excerpt_header_end(first_block: str) -> int:
+    """Lines of a leading excerpt header: '# key: value' lines closed by a '# ---' line.
+
+    The real fixtures carry one (where the excerpt came from); it is documentation, not log,
+    so no rule may read a figure out of it.
+    """
+    if not first_block.startswith("# "):
+        return 0
+    for n, raw in enumerate(first_block.split("\n", 200)[:200], start=1):
+        text = raw.rstrip("\r")
+        if text == "# ---":
+            return n
+        if not text.startswith("#"):
+            return 0
+    return 0
 
 
 def looks_binary(sample: str) -> bool:

@@ -27,7 +27,7 @@ SECOND_UNITS = {"s": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 0.001}
 PLAIN_UNITS = {"%": "%", "x": "x", "tokens": "tokens", "blocks": "blocks", "slots": "slots", "t/s": "t/s"}
 
 #: every unit a grammar pack may name
-KNOWN_UNITS = tuple(BYTE_UNITS) + tuple(SECOND_UNITS) + tuple(PLAIN_UNITS)
+PACK_UNITS = ("GiB", "MiB", "KiB", "GB", "MB", "bytes", "s", "ms", "%", "x", "tokens", "blocks", "slots", "t/s")
 
 _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.(\d*))?(?:[eE][+-]?\d+)?$")
 SIZE_RE = re.compile(r"(?P<num>\d+(?:\.\d+)?)\s?(?P<unit>bytes|[KMGT]i?B|B)\b")
@@ -85,8 +85,8 @@ def quantity(text: str, unit: str | None) -> Quantity:
         scale = BYTE_UNITS[unit]
         return Quantity(int(round(num * scale)), "bytes", None if scale == 1 else half * scale, printed)
     if unit in SECOND_UNITS:
-        scale = SECOND_UNITS[unit]
-        return Quantity(float(num) * scale, "s", half * scale, printed)
+        seconds = SECOND_UNITS[unit]
+        return Quantity(float(num) * seconds, "s", half * seconds, printed)
     if unit in PLAIN_UNITS:
         if isinstance(num, int):
             return Quantity(num, PLAIN_UNITS[unit], None, printed)

@@ -1,20 +1,51 @@
 """The fact vocabulary: every name ledger stores, with its unit and how a boot summarises it.
 
 This is the one module that spells fact names, failure kinds, figures, phases, outcomes and
-runtime series.  It mirrors ``../shared/facts.md`` (the project's contract); the few names
-marked ``extension`` are figures vLLM prints that facts.md does not list yet.  Everything else
-(rules, schema, export, diff, docs) refers to these constants instead of repeating the strings.
+runtime series.  It mirrors ``docs/facts.md`` (the project's contract); the few names marked
+``extension`` are figures vLLM prints that facts.md does not list yet.  Everything else (rules,
+schema, export, diff, docs) refers to these names instead of repeating the strings.  Each
+namespace is a ``StrEnum`` whose values are the stored strings, so a member equals its text
+(``FactName.kv_cache_tokens == "kv_cache_tokens"``) and stored data never changes with them.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
+from enum import StrEnum
+from typing import Any, TypeVar
+
+
+class FactName(StrEnum):
+    """Every fact a boot may carry (a grammar pack may add its own, as plain strings)."""
+
+    available_kv_cache_bytes = "available_kv_cache_bytes"
+    kv_cache_reserved_bytes = "kv_cache_reserved_bytes"
+    kv_cache_tokens = "kv_cache_tokens"
+    max_concurrency = "max_concurrency"
+    max_concurrency_tokens = "max_concurrency_tokens"
+    gpu_blocks = "gpu_blocks"
+    cpu_blocks = "cpu_blocks"
+    model_weights_bytes = "model_weights_bytes"
+    model_load_seconds = "model_load_seconds"
+    graph_capture_seconds = "graph_capture_seconds"
+    graph_capture_bytes = "graph_capture_bytes"
+    torch_compile_seconds = "torch_compile_seconds"
+    init_engine_seconds = "init_engine_seconds"
+    total_gpu_memory_bytes = "total_gpu_memory_bytes"
+    max_model_len = "max_model_len"
+    requested_memory_bytes = "requested_memory_bytes"
+    non_torch_memory_bytes = "non_torch_memory_bytes"
+    activation_peak_bytes = "activation_peak_bytes"
+    memory_profiling_seconds = "memory_profiling_seconds"
+    initial_free_memory_bytes = "initial_free_memory_bytes"
+    estimated_cuda_graph_bytes = "estimated_cuda_graph_bytes"
 
 
 @dataclass(frozen=True)
 class FactSpec:
-    name: str
+    name: FactName
     unit: str
     # How several values of one fact in one boot (one per rank, or repeated lines) reduce to the
     # boot's figure: the engine sizes the KV pool by the smallest rank, so capacities take "min";
@@ -25,41 +56,50 @@ class FactSpec:
 
 
 _FACTS = [
-    FactSpec("available_kv_cache_bytes", "bytes", "min", "KV budget the profiler left (per rank)"),
-    FactSpec("kv_cache_reserved_bytes", "bytes", "min", "KV budget fixed by --kv-cache-memory-bytes"),
-    FactSpec("kv_cache_tokens", "tokens", "min", "GPU KV cache size in tokens"),
-    FactSpec("max_concurrency", "x", "min", "maximum concurrency at max_concurrency_tokens"),
-    FactSpec("max_concurrency_tokens", "tokens", "last", "the request length the concurrency is for"),
-    FactSpec("gpu_blocks", "blocks", "min", "KV blocks on the GPU"),
-    FactSpec("cpu_blocks", "blocks", "min", "KV swap blocks on the CPU (V0)"),
-    FactSpec("model_weights_bytes", "bytes", "max", "memory taken by the model weights"),
-    FactSpec("model_load_seconds", "s", "max", "time to load the weights"),
-    FactSpec("graph_capture_seconds", "s", "max", "CUDA graph capture time"),
-    FactSpec("graph_capture_bytes", "bytes", "max", "memory taken by CUDA graphs"),
-    FactSpec("torch_compile_seconds", "s", "max", "torch.compile time in total"),
-    FactSpec("init_engine_seconds", "s", "max", "profile + KV cache + warm-up time"),
-    FactSpec("total_gpu_memory_bytes", "bytes", "min", "GPU memory the V0 profiler saw"),
-    FactSpec("max_model_len", "tokens", "last", "the model length the engine serves"),
+    FactSpec(FactName.available_kv_cache_bytes, "bytes", "min", "KV budget the profiler left (per rank)"),
+    FactSpec(FactName.kv_cache_reserved_bytes, "bytes", "min", "KV budget fixed by --kv-cache-memory-bytes"),
+    FactSpec(FactName.kv_cache_tokens, "tokens", "min", "GPU KV cache size in tokens"),
+    FactSpec(FactName.max_concurrency, "x", "min", "maximum concurrency at max_concurrency_tokens"),
+    FactSpec(FactName.max_concurrency_tokens, "tokens", "last", "the request length the concurrency is for"),
+    FactSpec(FactName.gpu_blocks, "blocks", "min", "KV blocks on the GPU"),
+    FactSpec(FactName.cpu_blocks, "blocks", "min", "KV swap blocks on the CPU (V0)"),
+    FactSpec(FactName.model_weights_bytes, "bytes", "max", "memory taken by the model weights"),
+    FactSpec(FactName.model_load_seconds, "s", "max", "time to load the weights"),
+    FactSpec(FactName.graph_capture_seconds, "s", "max", "CUDA graph capture time"),
+    FactSpec(FactName.graph_capture_bytes, "bytes", "max", "memory taken by CUDA graphs"),
+    FactSpec(FactName.torch_compile_seconds, "s", "max", "torch.compile time in total"),
+    FactSpec(FactName.init_engine_seconds, "s", "max", "profile + KV cache + warm-up time"),
+    FactSpec(FactName.total_gpu_memory_bytes, "bytes", "min", "GPU memory the V0 profiler saw"),
+    FactSpec(FactName.max_model_len, "tokens", "last", "the model length the engine serves"),
     # extensions: printed by vLLM, useful for budgets, not (yet) in facts.md
-    FactSpec("requested_memory_bytes", "bytes", "min",
+    FactSpec(FactName.requested_memory_bytes, "bytes", "min",
              "total_gpu_memory x gpu_memory_utilization (V0 profiler)", extension=True),
-    FactSpec("non_torch_memory_bytes", "bytes", "max", "non-torch memory (V0 profiler)", extension=True),
-    FactSpec("activation_peak_bytes", "bytes", "max",
+    FactSpec(FactName.non_torch_memory_bytes, "bytes", "max", "non-torch memory (V0 profiler)", extension=True),
+    FactSpec(FactName.activation_peak_bytes, "bytes", "max",
              "PyTorch activation peak (V0 profiler)", extension=True),
-    FactSpec("memory_profiling_seconds", "s", "max", "memory profiling time (V0)", extension=True),
-    FactSpec("initial_free_memory_bytes", "bytes", "min",
+    FactSpec(FactName.memory_profiling_seconds, "s", "max", "memory profiling time (V0)", extension=True),
+    FactSpec(FactName.initial_free_memory_bytes, "bytes", "min",
              "free memory at start-up when kv_cache_memory_bytes is set", extension=True),
-    FactSpec("estimated_cuda_graph_bytes", "bytes", "max",
+    FactSpec(FactName.estimated_cuda_graph_bytes, "bytes", "max",
              "CUDA graph memory the profiler estimated (0.18+)", extension=True),
 ]
 
 FACTS: dict[str, FactSpec] = {f.name: f for f in _FACTS}
+assert set(FACTS) == set(FactName), "every FactName has its FactSpec"
 
-#: attribute access to fact names: ``F.kv_cache_tokens == "kv_cache_tokens"``
-F = SimpleNamespace(**{name: name for name in FACTS})
+_T = TypeVar("_T")
 
 
-def summarize(name: str, items: list, value=lambda f: f.value, line=lambda f: f.line):
+def _value_of(item: Any) -> Any:
+    return item.value
+
+
+def _line_of(item: Any) -> int:
+    return int(item.line)
+
+
+def summarize(name: str, items: Sequence[_T], value: Callable[[_T], Any] = _value_of,
+              line: Callable[[_T], int] = _line_of) -> _T | None:
     """The one value a boot reports for fact ``name`` out of all its ``items`` (per rank,
     repeated lines), by the fact's ``summary`` rule; pack facts (unknown here) take the last."""
     if not items:
@@ -74,50 +114,96 @@ def summarize(name: str, items: list, value=lambda f: f.value, line=lambda f: f.
 
 # -- failures ---------------------------------------------------------------------------------
 
-FAILURE_KINDS = (
-    "oom",
-    "kv_too_small",
-    "no_kv_memory",
-    "config_error",
-    "engine_init_failed",
-    "worker_died",
-    "engine_dead",
-    "cuda_error",
-)
-K = SimpleNamespace(**{k: k for k in FAILURE_KINDS})
+class FailureKind(StrEnum):
+    oom = "oom"
+    kv_too_small = "kv_too_small"
+    no_kv_memory = "no_kv_memory"
+    config_error = "config_error"
+    engine_init_failed = "engine_init_failed"
+    worker_died = "worker_died"
+    engine_dead = "engine_dead"
+    cuda_error = "cuda_error"
+
+
+FAILURE_KINDS = tuple(FailureKind)
+
+
+class FailureFigure(StrEnum):
+    """Figures a failure may carry (units in ``FAILURE_FIGURES``)."""
+
+    tried_to_allocate_bytes = "tried_to_allocate_bytes"
+    gpu_index = "gpu_index"
+    total_capacity_bytes = "total_capacity_bytes"
+    free_bytes = "free_bytes"
+    in_use_bytes = "in_use_bytes"
+    allocated_by_pytorch_bytes = "allocated_by_pytorch_bytes"
+    reserved_unallocated_bytes = "reserved_unallocated_bytes"
+    max_model_len = "max_model_len"
+    kv_cache_tokens = "kv_cache_tokens"
+    needed_bytes = "needed_bytes"
+    available_bytes = "available_bytes"
+    estimated_max_model_len = "estimated_max_model_len"
+    message = "message"
+
 
 #: figures a failure may carry; memory in bytes, lengths in tokens
-FAILURE_FIGURES = {
-    "tried_to_allocate_bytes": "bytes",
-    "gpu_index": "index",
-    "total_capacity_bytes": "bytes",
-    "free_bytes": "bytes",
-    "in_use_bytes": "bytes",
-    "allocated_by_pytorch_bytes": "bytes",
-    "reserved_unallocated_bytes": "bytes",
-    "max_model_len": "tokens",
-    "kv_cache_tokens": "tokens",
-    "needed_bytes": "bytes",
-    "available_bytes": "bytes",
-    "estimated_max_model_len": "tokens",
-    "message": "text",
+FAILURE_FIGURES: dict[str, str] = {
+    FailureFigure.tried_to_allocate_bytes: "bytes",
+    FailureFigure.gpu_index: "index",
+    FailureFigure.total_capacity_bytes: "bytes",
+    FailureFigure.free_bytes: "bytes",
+    FailureFigure.in_use_bytes: "bytes",
+    FailureFigure.allocated_by_pytorch_bytes: "bytes",
+    FailureFigure.reserved_unallocated_bytes: "bytes",
+    FailureFigure.max_model_len: "tokens",
+    FailureFigure.kv_cache_tokens: "tokens",
+    FailureFigure.needed_bytes: "bytes",
+    FailureFigure.available_bytes: "bytes",
+    FailureFigure.estimated_max_model_len: "tokens",
+    FailureFigure.message: "text",
 }
-G = SimpleNamespace(**{k: k for k in FAILURE_FIGURES})
 
-PHASES = ("load", "profile", "kv_alloc", "graph_capture", "runtime", "unknown")
-P = SimpleNamespace(**{p: p for p in PHASES})
 
-OUTCOMES = ("ready", "failed", "crashed", "incomplete")
-O = SimpleNamespace(**{o: o for o in OUTCOMES})
+class Phase(StrEnum):
+    """The start-up step a failure happened in."""
+
+    load = "load"
+    profile = "profile"
+    kv_alloc = "kv_alloc"
+    graph_capture = "graph_capture"
+    runtime = "runtime"
+    unknown = "unknown"
+
+
+PHASES = tuple(Phase)
+
+
+class Outcome(StrEnum):
+    ready = "ready"
+    failed = "failed"
+    crashed = "crashed"
+    incomplete = "incomplete"
+
+
+OUTCOMES = tuple(Outcome)
 
 # -- shape ------------------------------------------------------------------------------------
 
-SHAPE_SOURCES = ("args", "engine_config", "log", "default")
-S = SimpleNamespace(**{s: s for s in SHAPE_SOURCES})
+
+class ShapeSource(StrEnum):
+    """Where a shape value was read, in order of precedence."""
+
+    args = "args"
+    engine_config = "engine_config"
+    log = "log"
+    default = "default"
+
+
+SHAPE_SOURCES = tuple(ShapeSource)
 
 #: vLLM's documented defaults, used only when a complete non-default args dump shows the key
 #: was left alone (a missing key in a cut-short dump or an excerpt tells nothing).
-SHAPE_DEFAULTS = {
+SHAPE_DEFAULTS: dict[str, Any] = {
     "tensor_parallel_size": 1,
     "pipeline_parallel_size": 1,
     "data_parallel_size": 1,
@@ -129,34 +215,56 @@ SHAPE_DEFAULTS = {
 
 # -- runtime series ---------------------------------------------------------------------------
 
-ENGINE_STATS_SERIES = (
-    "prompt_throughput_tps",
-    "generation_throughput_tps",
-    "running_reqs",
-    "waiting_reqs",
-    "swapped_reqs",
-    "pending_reqs",
-    "gpu_kv_cache_usage_pct",
-    "cpu_kv_cache_usage_pct",
-    "prefix_cache_hit_rate_pct",
+class RuntimeSeries(StrEnum):
+    """The figures of runtime samples (one column each in the ledger)."""
+
+    prompt_throughput_tps = "prompt_throughput_tps"
+    generation_throughput_tps = "generation_throughput_tps"
+    running_reqs = "running_reqs"
+    waiting_reqs = "waiting_reqs"
+    swapped_reqs = "swapped_reqs"
+    pending_reqs = "pending_reqs"
+    gpu_kv_cache_usage_pct = "gpu_kv_cache_usage_pct"
+    cpu_kv_cache_usage_pct = "cpu_kv_cache_usage_pct"
+    prefix_cache_hit_rate_pct = "prefix_cache_hit_rate_pct"
+    spec_mean_acceptance_length = "spec_mean_acceptance_length"
+    spec_accepted_tokens = "spec_accepted_tokens"
+    spec_drafted_tokens = "spec_drafted_tokens"
+    spec_draft_acceptance_rate_pct = "spec_draft_acceptance_rate_pct"
+    spec_per_position_acceptance = "spec_per_position_acceptance"
+
+
+_RS = RuntimeSeries
+ENGINE_STATS_SERIES: tuple[str, ...] = (
+    _RS.prompt_throughput_tps, _RS.generation_throughput_tps, _RS.running_reqs, _RS.waiting_reqs,
+    _RS.swapped_reqs, _RS.pending_reqs, _RS.gpu_kv_cache_usage_pct, _RS.cpu_kv_cache_usage_pct,
+    _RS.prefix_cache_hit_rate_pct,
 )
-SPEC_DECODE_SERIES = (
-    "spec_mean_acceptance_length",
-    "spec_accepted_tokens",
-    "spec_drafted_tokens",
-    "spec_draft_acceptance_rate_pct",
-    "spec_per_position_acceptance",
+SPEC_DECODE_SERIES: tuple[str, ...] = (
+    _RS.spec_mean_acceptance_length, _RS.spec_accepted_tokens, _RS.spec_drafted_tokens,
+    _RS.spec_draft_acceptance_rate_pct, _RS.spec_per_position_acceptance,
 )
 RUNTIME_SERIES = ENGINE_STATS_SERIES + SPEC_DECODE_SERIES
-R = SimpleNamespace(**{r: r for r in RUNTIME_SERIES})
+assert set(RUNTIME_SERIES) == set(RuntimeSeries), "every series belongs to one kind"
 
-RUNTIME_KINDS = ("engine_stats", "spec_decode")
+
+class RuntimeKind(StrEnum):
+    engine_stats = "engine_stats"
+    spec_decode = "spec_decode"
+
+
+RUNTIME_KINDS = tuple(RuntimeKind)
 # a sample's figures, in this order (``RuntimeSample.figures``)
-RUNTIME_KIND_SERIES = {"engine_stats": ENGINE_STATS_SERIES, "spec_decode": SPEC_DECODE_SERIES}
+RUNTIME_KIND_SERIES: dict[str, tuple[str, ...]] = {
+    RuntimeKind.engine_stats: ENGINE_STATS_SERIES, RuntimeKind.spec_decode: SPEC_DECODE_SERIES,
+}
 
 
 def is_snake_case_name(name: str) -> bool:
     """True for names fit to be a fact: lower snake_case starting with a letter."""
-    import re
-
     return re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*", name) is not None
+
+
+# ledger.queries still imports the fact names by their old one-letter name; to be removed once it
+# imports FactName
+F = FactName

@@ -37,13 +37,12 @@ def observed(log: Path) -> dict[str, Any]:
     boots = parsers.parse_source(parsers.Source(str(log)), default_year=None).boots
     out = []
     for b in boots:
-        first_ts = b._first_ts
         out.append({
             "lines": [b.first_line, b.last_line],
             "outcome": b.outcome,
             "engine": {"version": b.engine_version, "commit": b.engine_commit},
             "image_digests": b.image_digests,
-            "started": None if first_ts is None else {"printed": first_ts[0], "year": first_ts[1]},
+            "started": None if b.started_printed is None else {"printed": b.started_printed, "year": b.started_year},
             "facts": [
                 {"name": f.name, "printed": f.printed, "value": _num(f.value), "line": f.line, "rank": f.rank}
                 for f in b.facts

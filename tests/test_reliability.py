@@ -182,7 +182,7 @@ def test_eight_processes_ingesting_into_one_new_ledger(db):
                                *map(str, g)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for g in groups]
     results = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, results):
+    for p, (_out, err) in zip(procs, results, strict=True):
         assert p.returncode == 0, err
         assert "locked" not in err and "Traceback" not in err
     assert rows(db, "SELECT count(*), count(DISTINCT content_sha256) FROM boot") == [(expected, expected)]

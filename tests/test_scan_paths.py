@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from reference import reference_boots
 
 import parsers
-from parsers import scan
+from parsers.fast.child import ChildScan
+from parsers.fast.options import ScanOptions
+from parsers.fast.scanner import available_engines
+from parsers.items import RuntimeRun
 from parsers.lines import fast_line
 from parsers.rules import RuleSet
-from parsers.scan import available_engines
 from parsers.vllm import BUILTIN_RULES
 
 FIXTURES = sorted((ROOT / "fixtures").glob("*/*.log"))
@@ -34,15 +36,9 @@ def summary(boots: list[parsers.Boot]) -> list[dict]:
     } for b in boots]
 
 
-@pytest.fixture(autouse=True)
-def grep_even_for_small_files(monkeypatch):
-    """The fixtures are small; let grep count them too, so both counters are compared."""
-    monkeypatch.setattr(parsers, "LARGE_FILE_BYTES", 0)
-
-
 @pytest.fixture(scope="module")
-def rulesets():
-    return {engine: RuleSet(BUILTIN_RULES, engine=engine) for engine in available_engines()}
+def rules():
+    return RuleSet(BUILTIN_RULES)
 
 
 ENGINES = ("hyperscan", "python")
@@ -58,53 +54,50 @@ PATHS = [(engine, grep, fork, numpy) for engine in ENGINES for grep in (True, Fa
          for numpy in (True, False)]
 
 
-def parse_by(path, log, rulesets, monkeypatch):
+def parse_by(path, log, rules, **options):
     """Parse ``log`` one way: scan engine, grep counting, forked child (reading runtime records
-    or not), numpy newlines."""
+    or not), numpy newlines; ``options``: more ScanOptions.  The fixtures are small: every way
+    treats them as large files, so grep counts them and a child scans them too."""
     engine, grep, fork, numpy = path
-    monkeypatch.setattr(scan, "NUMPY_MIN_BLOCK", 0 if numpy else 1 << 62)
-    monkeypatch.setattr(scan, "CHILD_REFINES", fork or "never")
-    return parsers.parse_source(parsers.Source(str(log)), rulesets[engine], 2026, grep=grep,
-                                fork=fork is not None).boots
+    scan = ScanOptions(engine=engine, large_file_bytes=0, grep=grep, fork=fork is not None,
+                       child_refines=fork or "never", numpy_min_block=0 if numpy else 1 << 62, **options)
+    return parsers.parse_source(parsers.Source(str(log)), rules, 2026, options=scan).boots
 
 
 @pytest.mark.parametrize("log", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name[:28]}")
-def test_every_path_gives_the_reference_result(log, rulesets, monkeypatch):
+def test_every_path_gives_the_reference_result(log, rules):
     results = []
     for path in PATHS:
         try:
-            results.append(summary(parse_by(path, log, rulesets, monkeypatch)))
+            results.append(summary(parse_by(path, log, rules)))
         except parsers.SourceError as e:
             results.append(str(e))
     if isinstance(results[0], str):  # not a vLLM log (the SGLang excerpts): refused by every path alike
         assert results == [results[0]] * len(PATHS)
         return
     # the reference reads every line and never refuses a file
-    expected = summary(reference_boots(log, rulesets["python"], 2026))
+    expected = summary(reference_boots(log, rules, 2026))
     for path, result in zip(PATHS, results, strict=True):
         assert result == expected, path
 
 
-def test_tiny_blocks_change_nothing(rulesets, monkeypatch):
-    import parsers.source as source
-
+def test_tiny_blocks_change_nothing(rules):
     log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
-    expected = summary(parsers.parse_source(parsers.Source(str(log)), rulesets["python"], 2026).boots)
-    monkeypatch.setattr(source, "BLOCK_SIZE", 97)  # blocks end mid-line, anchors straddle blocks
-    for path in PATHS:
-        assert summary(parse_by(path, log, rulesets, monkeypatch)) == expected, path
+    expected = summary(parsers.parse_source(parsers.Source(str(log)), rules, 2026).boots)
+    for path in PATHS:  # blocks end mid-line, anchors straddle blocks
+        assert summary(parse_by(path, log, rules, block_size=97)) == expected, path
 
 
-def test_a_generated_runtime_log_through_every_path(tmp_path, rulesets, monkeypatch):
+def test_a_generated_runtime_log_through_every_path(tmp_path, rules):
     import subprocess
     import sys
 
     log = tmp_path / "runtime.log"
     subprocess.run([sys.executable, str(ROOT / "bench" / "make_runtime_log.py"), str(log), "--mb", "2"], check=True)
-    expected = summary(reference_boots(log, rulesets["python"], 2026))
+    expected = summary(reference_boots(log, rules, 2026))
     assert expected[0]["counts"][0] > 1000 and len(expected[0]["runtime"]) > 100
     for path in PATHS:
-        assert summary(parse_by(path, log, rulesets, monkeypatch)) == expected, path
+        assert summary(parse_by(path, log, rules)) == expected, path
 
 
 def _stats_line(pid: int, second: int, running: int) -> str:
@@ -119,32 +112,29 @@ def _access_line(pid: int) -> str:
 
 
 @pytest.mark.parametrize("refines", ["always", "never"])
-def test_the_scanning_child_reads_runs_of_records_only_when_it_should(tmp_path, rulesets, monkeypatch, refines):
-    from parsers.rules import RuntimeRun
-
+def test_the_scanning_child_reads_runs_of_records_only_when_it_should(tmp_path, rules, refines):
     log = tmp_path / "stats.log"
     log.write_text("".join(_stats_line(1, s, 1) for s in range(0, 600, 10)))
-    monkeypatch.setattr(scan, "CHILD_REFINES", refines)
-    parse = parsers.Parse(parsers.Source(str(log)), rulesets["python"], 2026)
+    options = ScanOptions(engine="python", large_file_bytes=0, child_refines=refines)
+    parse = parsers.Parse(parsers.Source(str(log)), rules, 2026, options)
     assert parse.child is not None
     runs = [item for item in parse.child if isinstance(item, RuntimeRun)]
     parse.close()
     assert (sum(len(r.samples) for r in runs), refines) in [(60, "always"), (0, "never")]
 
 
-def test_a_new_api_server_pid_inside_a_run_of_stats_lines_starts_a_boot(tmp_path, rulesets, monkeypatch):
+def test_a_new_api_server_pid_inside_a_run_of_stats_lines_starts_a_boot(tmp_path, rules):
     """A run of records gathered at once must still split where a restarted server's first
     line is (no banner: the log was cut), and credit the access lines to the right boot."""
-    monkeypatch.setattr(parsers.rules, "RUN_LIMIT", 3)  # and runs end mid-series
     text = "".join(_stats_line(1, s, s % 5) + _access_line(1) for s in range(0, 70, 10))
     text += "".join(_access_line(7) * 2 + _stats_line(7, s, 1) for s in range(70, 120, 10))
     log = tmp_path / "restart.log"
     log.write_text(text)
-    expected = summary(reference_boots(log, rulesets["python"], 2026))
+    expected = summary(reference_boots(log, rules, 2026))
     assert [len(b["runtime"]) for b in expected] == [7, 5]
     assert [b["counts"][0] for b in expected] == [9, 8]  # the new pid's first access lines come before its stats line
-    for path in PATHS:
-        assert summary(parse_by(path, log, rulesets, monkeypatch)) == expected, path
+    for path in PATHS:  # and runs end mid-series
+        assert summary(parse_by(path, log, rules, run_limit=3)) == expected, path
 
 
 def fixture_lines():
@@ -180,8 +170,8 @@ def _general(rule):
 
 
 @pytest.mark.parametrize("name", ["engine_stats", "spec_decode_v1"])
-def test_the_fast_extractor_agrees_with_the_general_one_on_every_fixture_line(name, rulesets):
-    (rule,) = [r for r in rulesets["python"].rules if r.name == name]
+def test_the_fast_extractor_agrees_with_the_general_one_on_every_fixture_line(name, rules):
+    (rule,) = [r for r in rules.rules if r.name == name]
     assert rule.fast is not None
     taken = 0
     for number, raw in fixture_lines():
@@ -206,9 +196,9 @@ def test_the_fast_extractor_agrees_with_the_general_one_on_every_fixture_line(na
     "Accepted throughput: 85.70 tokens/s, Drafted throughput: 120.00 tokens/s, Accepted: 857 tokens, Drafted: 1200 "
     "tokens, Per-position acceptance rate: 0.812, 0.601, 0.433, Avg Draft acceptance rate: 71.4%",
 ])
-def test_the_fast_extractors_agree_with_the_general_ones(raw, rulesets):
+def test_the_fast_extractors_agree_with_the_general_ones(raw, rules):
     line = parsers.parse_line(5, raw)
-    (rule,) = [r for r in rulesets["python"].rules if r.anchor in raw and r.fast is not None]
+    (rule,) = [r for r in rules.rules if r.anchor in raw and getattr(r, "fast", None) is not None]
     data = rule.fast_data(line.message)
     assert data is not None
     (event,) = _general(rule).events(line, line.message, line.raw)
@@ -224,8 +214,8 @@ def test_the_fast_extractors_agree_with_the_general_ones(raw, rulesets):
     "0.00 tokens/s, Accepted: 0 tokens, Drafted: 0 tokens, Per-position acceptance rate: nan, nan, "
     "Avg Draft acceptance rate: 0.0%",
 ])
-def test_the_fast_extractors_decline_other_shapes(message, rulesets):
-    (rule,) = [r for r in rulesets["python"].rules if r.fast is not None and r.anchor in message]
+def test_the_fast_extractors_decline_other_shapes(message, rules):
+    (rule,) = [r for r in rules.rules if getattr(r, "fast", None) is not None and r.anchor in message]
     assert rule.fast_data(message) is None
     line = parsers.parse_line(1, "INFO 05-04 01:06:53 [loggers.py:271] " + message)
     (event,) = rule.events(line, line.message, line.raw)  # the general extractor reads it
@@ -243,8 +233,8 @@ def _as_general(rule, number, raw):
 
 
 @pytest.mark.parametrize("name", ["engine_stats", "spec_decode_v1"])
-def test_line_and_figures_in_one_match_agree_with_the_general_path_on_every_fixture_line(name, rulesets):
-    (rule,) = [r for r in rulesets["python"].rules if r.name == name]
+def test_line_and_figures_in_one_match_agree_with_the_general_path_on_every_fixture_line(name, rules):
+    (rule,) = [r for r in rules.rules if r.name == name]
     taken = 0
     for number, raw in fixture_lines():
         if rule.anchor.encode() not in raw:
@@ -320,7 +310,7 @@ def test_an_error_in_the_scanning_child_is_raised_here(tmp_path):
         yield  # a generator, like LineScanner.scan
 
     with pytest.raises(ValueError, match="bad block"):
-        list(scan.ChildScan(scan_then_fail, lambda: None, lambda: 0, str(log)))
+        list(ChildScan(scan_then_fail, lambda: None, lambda: 0, str(log)))
     assert _no_children_left()
 
 
@@ -335,35 +325,46 @@ def test_a_child_that_dies_is_one_clear_error(tmp_path):
         yield
 
     with pytest.raises(parsers.SourceError, match="scanning process ended without a result"):
-        list(scan.ChildScan(die, lambda: None, lambda: 0, str(log)))
+        list(ChildScan(die, lambda: None, lambda: 0, str(log)))
     assert _no_children_left()
 
 
-def test_leaving_a_child_scan_early_stops_the_child(rulesets, monkeypatch):
-    monkeypatch.setattr(parsers, "LARGE_FILE_BYTES", 0)
+def test_leaving_a_child_scan_early_stops_the_child(rules):
     log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
-    parse = parsers.Parse(parsers.Source(str(log)), rulesets["hyperscan"], 2026)
+    parse = parsers.Parse(parsers.Source(str(log)), rules, 2026, ScanOptions(engine="hyperscan", large_file_bytes=0))
     assert parse.child is not None
     next(iter(parse.child))
     parse.close()
     assert _no_children_left()
 
 
-def test_a_parse_that_never_runs_leaves_no_process(rulesets, monkeypatch):
-    monkeypatch.setattr(parsers, "LARGE_FILE_BYTES", 0)
+def test_a_parse_that_never_runs_leaves_no_process(rules):
     log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
-    parsers.Parse(parsers.Source(str(log)), rulesets["hyperscan"], 2026).close()
+    parsers.Parse(parsers.Source(str(log)), rules, 2026, ScanOptions(engine="hyperscan", large_file_bytes=0)).close()
     assert _no_children_left()
 
 
-def test_a_ledger_that_cannot_open_stops_the_early_scan(tmp_path, monkeypatch):
+def test_a_ledger_that_cannot_open_stops_the_early_scan(tmp_path):
     from click.testing import CliRunner
 
     from ledger.cli import main
 
-    monkeypatch.setattr(parsers, "LARGE_FILE_BYTES", 0)
     (tmp_path / "file").write_text("not a folder")
-    log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
+    # a log large enough to be scanned by a child and counted by grep while the ledger opens
+    text = (ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log").read_bytes()
+    log = tmp_path / "large.log"
+    log.write_bytes(text * (ScanOptions().large_file_bytes // len(text) + 1))
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "file" / "ledger.db"), "ingest", str(log)])
     assert result.exit_code == 1 and result.output.count("\n") == 1 and "Traceback" not in result.output
     assert _no_children_left()
+
+
+def test_a_fast_shape_names_its_figures_from_the_vocabulary():
+    from parsers.rules import FastShape
+
+    with pytest.raises(ValueError, match="no series 'running'"):
+        FastShape("engine_stats", r"Running: (?P<running>\d+) reqs", {"running": int})
+    with pytest.raises(ValueError, match="no group named 'running_reqs'"):
+        FastShape("engine_stats", r"Running: (\d+) reqs", {"running_reqs": int})
+    shape = FastShape("engine_stats", r"Running: (?P<running_reqs>\d+) reqs", {"running_reqs": int})
+    assert shape.data(("7",)) == {"kind": "engine_stats", "engine": None, "values": {"running_reqs": 7}}

@@ -55,3 +55,12 @@ def test_garbage_is_refused(bad):
 def test_unknown_unit_is_refused():
     with pytest.raises(units.UnitError):
         units.quantity("1", "furlongs")
+
+
+def test_importing_one_parser_module_loads_no_other():
+    import subprocess
+    import sys
+
+    code = "import sys, parsers.units; print(sorted(m for m in sys.modules if m.startswith('parsers')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['parsers', 'parsers.units']"

@@ -77,7 +77,7 @@ def test_the_cli_says_it_upgraded_and_where_the_backup_is(old_copy, cli):
     r = cli("history", "--db", str(old_copy), "--format", "csv")
     assert r.exit_code == 0
     assert "ledger: upgraded the schema; backup of the old ledger at" in r.output
-    assert len([l for l in r.output.splitlines() if l[:1].isdigit()]) == 6
+    assert len([line for line in r.output.splitlines() if line[:1].isdigit()]) == 6
 
 
 def test_db_upgrade_command_on_an_old_ledger(old_copy, cli):

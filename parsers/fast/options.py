@@ -1,0 +1,35 @@
+"""How a source is scanned: the one set of knobs of the fast paths, passed in (never patched).
+
+The defaults are what the benchmarks chose (``bench/``); tests set the others to show that
+every way of scanning gives the same boots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..source import BLOCK_SIZE
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    # "hyperscan" (all anchors in one pass) or "python" (bytes.find per anchor); None: Hyperscan
+    # when it is installed
+    engine: Literal["hyperscan", "python"] | None = None
+    # From this size a plain file is counted by grep and scanned in a forked child, each on a
+    # core of its own; below it, starting them costs more than they save.
+    large_file_bytes: int = 8 * 1024 * 1024
+    grep: bool = True  # a large plain file's counted lines come from ``grep -c`` (else Python's)
+    fork: bool = True  # a large plain file is scanned in a forked child
+    # When the scanning child reads runs of runtime records itself: "when behind" (this process
+    # has not read its last batches: the work is then shared by both cores), "always", "never".
+    child_refines: Literal["when behind", "always", "never"] = "when behind"
+    # Blocks from this size find their newlines with numpy (when installed: pandas brings it)
+    numpy_min_block: int = 1024 * 1024
+    # A run of runtime records ends after this many, so a run in flight never holds much memory.
+    run_limit: int = 1024
+    block_size: int = BLOCK_SIZE  # bytes read at a time (each block is cut at a line end)
+
+
+DEFAULT = ScanOptions()

@@ -1,0 +1,233 @@
+"""The parse pipeline: one source's bytes -> the item stream (``parsers.items``) -> boots.
+
+``start(path)`` begins at once: a large plain file is scanned by a forked child and counted by
+grep on the other core while the caller does slow work of its own (opens the ledger); ``run()``
+then feeds the item stream to a ``BootAssembler`` and hands out each boot as it is finished.
+``parse_file`` / ``parse_text`` / ``parse_source`` do both in one go.  How the source is scanned
+is set by one ``ScanOptions``; the result is the same whichever way (tests hold every way to the
+slow reference that reads every line through every rule).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from .boots import Boot, BootAssembler
+from .fast.child import ChildScan
+from .fast.counters import GREP, GrepCounts, recount
+from .fast.options import DEFAULT, ScanOptions
+from .fast.runs import gather_runs, line_hits
+from .fast.scanner import Hit, scanner_for
+from .items import Counts, CountTotals, End, Header, Item, LineHit, RuntimeRun
+from .lines import VLLM_LINE_SEARCH
+from .rules import Rule, RuleSet, RuntimeSample
+from .source import Source, SourceError, excerpt_header_end, looks_binary
+from .vllm import BUILTIN_RULES
+
+_BUILTIN: RuleSet | None = None
+
+
+def builtin_ruleset(extra: Iterable[Rule] = ()) -> RuleSet:
+    """The upstream vLLM grammar, plus any pack rules."""
+    global _BUILTIN
+    extra = list(extra)
+    if not extra:
+        if _BUILTIN is None:
+            _BUILTIN = RuleSet(BUILTIN_RULES)
+        return _BUILTIN
+    return RuleSet(list(BUILTIN_RULES) + extra)
+
+
+@dataclass
+class ParseResult:
+    source: Source
+    boots: list[Boot]
+    total_lines: int
+
+
+_VLLM_LINE_BYTES = re.compile(VLLM_LINE_SEARCH.pattern.encode("utf-8"))
+_HEAD_BYTES = 65536
+
+
+class Parse:
+    """One source's parse in two steps: constructing it starts the helpers a large plain file gets
+    (a forked scanning child, grep counters), so the caller can do slow work of its own while the
+    file is being read; ``run()`` does the rest and returns the result.  A Parse that is never
+    run must be closed."""
+
+    def __init__(self, source: Source, rules: RuleSet | None = None, year: int | None = None,
+                 options: ScanOptions = DEFAULT):
+        self.source, self.year, self.options = source, year, options
+        self.rules = rules = rules or builtin_ruleset()
+        self.scanner = scanner_for(rules, options.engine)
+        self.header_lines = 0  # an excerpt header ("# ..." up to "# ---") is not log text
+        self.header_counts: dict[str, int] = {}  # counted lines inside it
+        self.vllm = False  # whether any line carried vLLM's header
+        self.total_lines = 0
+        self.progress: Callable[[int], None] | None = None
+        self._head_seen = False
+        large = source.plain_file and os.path.getsize(source.path) >= options.large_file_bytes
+        self._in_child = options.fork and large and hasattr(os, "fork")
+        if self._in_child:  # the excerpt header must be known before the child's first hit arrives
+            with open(source.path, "rb") as f:
+                self._inspect_head(f.read(_HEAD_BYTES))
+        # counts come from grep for a plain file; the Python counter otherwise (pipes, .gz, .zst)
+        self.counts_after_scan = bool(options.grep and large and rules.count_anchors and GREP)
+        self.child: ChildScan | None = None
+        if self._in_child:  # first: the scan is what the ingest waits for
+            self.child = ChildScan(self._scan, finish=lambda: (self.vllm, source.sha256, source.size),
+                                   position=lambda: source.size, path=source.path, refine=self._runs,
+                                   refines=options.child_refines)
+        self.grep: GrepCounts | None = None
+        try:
+            if self.counts_after_scan:
+                self.grep = GrepCounts(source.path, rules.count_anchors)
+        except BaseException:
+            self.close()  # no child left behind
+            raise
+
+    # -- the item stream --------------------------------------------------------------------------
+    def _scan(self) -> Iterator[Hit | Counts | End]:
+        return self.scanner.scan(self._blocks(), count=not self.counts_after_scan,
+                                 numpy_min_block=self.options.numpy_min_block)
+
+    def _runs(self, hits: Iterable[Hit | RuntimeRun | Counts | End]) -> Iterator[Hit | RuntimeRun | Counts | End]:
+        return gather_runs(hits, self.rules, self.scanner.anchor_texts, self.options.run_limit)
+
+    def _blocks(self) -> Iterator[bytes]:
+        source = self.source
+        for block in source.blocks(self.options.block_size):
+            if not self._head_seen:
+                self._inspect_head(block[:_HEAD_BYTES])
+            if not self.vllm and _VLLM_LINE_BYTES.search(block):
+                self.vllm = True
+            if self.progress and not self._in_child:
+                self.progress(source.size)
+            yield block
+
+    def _inspect_head(self, head: bytes) -> None:
+        """Refuse a binary input; find an excerpt header (and the counted lines inside it)."""
+        self._head_seen = True
+        text = head.decode("utf-8", errors="replace")
+        if looks_binary(text):
+            raise SourceError(f"{self.source.display}: is a binary file, not a log")
+        self.header_lines = excerpt_header_end(text)
+        if self.header_lines:
+            self.header_counts = self.rules.count_line("\n".join(text.split("\n")[: self.header_lines]))
+
+    def items(self) -> Iterator[Item]:
+        """The source's item stream, ``Header`` first and ``End`` last (``End`` only for a
+        readable vLLM log: otherwise SourceError).  The counted lines come after ``End``, in a
+        ``CountTotals``, when ``counts_after_scan``."""
+        if self.child is not None:
+            self.child.progress = self.progress
+            hits: Iterator[Hit | RuntimeRun | Counts | End] = self._runs(self.child)
+        else:
+            hits = self._runs(self._scan())
+        header = -1
+        for item in line_hits(hits, self.rules, self.scanner.anchor_texts):
+            if header < 0:  # the first block has been read: the excerpt header is known
+                header = self.header_lines
+                yield Header(header, {} if self.counts_after_scan else self.header_counts)
+            match item:
+                case LineHit(line=line) if line.number <= header:
+                    continue  # the excerpt header is not log
+                case End(total_lines):
+                    self._check_readable()
+                    self.total_lines = total_lines
+            yield item
+
+    def _check_readable(self) -> None:
+        source = self.source
+        if self.child is not None:
+            self.vllm, source.sha256, source.size = self.child.result
+        if source.size == 0:
+            raise SourceError(f"{source.display}: is empty")
+        if not self.vllm:
+            raise SourceError(f"{source.display}: no vLLM log lines found")
+
+    def _count_totals(self, boots: list[Boot]) -> CountTotals:
+        """Each boot's counted lines, after the scan: grep's, for a file of one boot; else by
+        byte range."""
+        totals = self.grep.totals() if self.grep is not None else None
+        if totals is not None and len(boots) == 1:
+            header = self.header_counts
+            return CountTotals([{k: totals.get(k, 0) - header.get(k, 0) for k in ("access", "request")}])
+        return CountTotals(recount(self.source.path, self.rules.count_anchors, [b.first_offset for b in boots[1:]],
+                                   self.header_lines, self.options.block_size))
+
+    # -- running --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the helpers of a Parse that will not run (or did not finish)."""
+        if self.child is not None:
+            self.child.close()
+        if self.grep is not None:
+            self.grep.stop()
+
+    def run(self, on_boot: Callable[[Boot], None] | None = None,
+            runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None,
+            progress: Callable[[int], None] | None = None) -> ParseResult:
+        """``on_boot(boot)`` is called as each boot is finished (streaming); ``runtime_sink(boot,
+        samples)`` receives runtime samples (a list at a time, in line order) instead of the boot
+        keeping them."""
+        try:
+            self.progress = progress
+            assembler = BootAssembler(self.year, runtime_sink, counts_after_scan=self.counts_after_scan)
+            for item in self.items():
+                for boot in assembler.consume(item):
+                    if on_boot:
+                        on_boot(boot)
+            if self.counts_after_scan:
+                for boot in assembler.consume(self._count_totals(assembler.boots)):
+                    if on_boot:
+                        on_boot(boot)
+            return ParseResult(self.source, assembler.boots, self.total_lines)
+        finally:
+            self.close()
+
+
+def default_year(path: str) -> int:
+    """The year vLLM's MM-DD timestamps lack: the file's modification year, else this year."""
+    try:
+        if path != "-":
+            return _dt.datetime.fromtimestamp(os.stat(path).st_mtime).year
+    except OSError:
+        pass
+    return _dt.date.today().year
+
+
+def start(path: str, rules: RuleSet | None = None, year: int | None = None,
+          options: ScanOptions = DEFAULT) -> Parse:
+    """Start parsing ``path`` (plain, .gz or .zst; '-' for stdin) now; ``run()`` the result.
+    ``year``: the year of vLLM's MM-DD timestamps (default: the file's modification year)."""
+    return Parse(Source(path), rules, year or default_year(path), options)
+
+
+def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,
+                 on_boot: Callable[[Boot], None] | None = None,
+                 runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None,
+                 progress: Callable[[int], None] | None = None, options: ScanOptions = DEFAULT) -> ParseResult:
+    """Scan a source (``Parse`` in one go)."""
+    return Parse(source, rules, default_year, options).run(on_boot, runtime_sink, progress)
+
+
+def parse_file(path: str, rules: RuleSet | None = None, year: int | None = None) -> list[Boot]:
+    """Parse one log file (plain, .gz or .zst; '-' for stdin) into boots."""
+    return start(path, rules, year).run().boots
+
+
+def parse_text(text: str, rules: RuleSet | None = None, year: int | None = None) -> list[Boot]:
+    """Parse log text already in memory (tests, notebooks)."""
+    # Source reads bytes; a spooled temp file keeps one code path for text and files
+    with tempfile.NamedTemporaryFile("wb", suffix=".log", delete=False) as f:
+        f.write(text.encode("utf-8"))
+        name = f.name
+    try:
+        return parse_source(Source(name), rules, year or _dt.date.today().year).boots
+    finally:
+        os.unlink(name)
