@@ -181,9 +181,17 @@ def _set_process(line: Line, m: re.Match[str]) -> None:
     line.rank = rank_of(line.process)
 
 
-# A cheap test used before building Line objects: does a block hold any vLLM line at all
-# (a header, or a process prefix as on traceback and tqdm lines)?
-VLLM_LINE_SEARCH = re.compile(_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^)]*)?\)")
+# A traceback frame in a file of the vllm package, in the forms people paste: Python's
+# '  File "…/site-packages/vllm/entrypoints/llm.py", line 297, in __init__', IPython 8's
+# 'File ~/…/site-packages/vllm/entrypoints/llm.py:297, in LLM.__init__(…)' and Colab's
+# '[/usr/…/dist-packages/vllm/utils.py](https://localhost:8080/#) in inner(…)'.
+VLLM_FRAME = r'(?:File "?|\[)[^\s"\]]*/vllm/[^\s"\]]*\.py(?:", line \d+|:\d+, in |\]\()'
+
+# A cheap test used before building Line objects: does a block hold any vLLM line at all (a
+# header, a process prefix as on traceback and tqdm lines, or a frame of vLLM's code in a bare
+# traceback)?  Message-only text is told by its wordings instead (``Parse``).
+VLLM_LINE_SEARCH = re.compile(_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^)]*)?\)|"
+                              + VLLM_FRAME)
 
 
 # The shape nearly every line of a served log has, "(APIServer pid=1) INFO 10-01 09:00:10

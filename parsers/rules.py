@@ -374,6 +374,33 @@ def _shape_value(printed: str) -> Any:
         return printed
 
 
+# A physical line after a message-only record that starts a record of its own, not its continuation.
+_NEW_RECORD = re.compile(r"(?:Traceback |File |[\w.]+(?:Error|Exception|Exit)\b)")
+
+
+def _join_wrapped(line: Line, following: list[str]) -> tuple[str, str]:
+    """The record of a line cut by a terminal (mid-word, at a fixed width) or by hand, with its
+    continuation lines (no prefix, wrappers peeled), and the evidence: the physical lines.
+
+    A terminal's continuation goes on while each line ends cut too; a message-only record (no
+    prefix, no header: a quote, a reporter's paste) may have been wrapped by hand at any word,
+    so it goes on to the first blank line or the first line that starts a record of its own."""
+    bare = line.process is None and line.level is None
+    parts: list[str] = []
+    raws: list[str] = []
+    for nxt in following:
+        cont = parse_line(0, nxt)
+        if not cont.message or cont.has_prefix or (bare and _NEW_RECORD.match(cont.message)):
+            break
+        parts.append(cont.message)
+        raws.append(nxt)
+        if not bare and not _CUT_END.search(cont.message):
+            break
+    if not parts:
+        return line.message, line.raw
+    return line.message + "".join(parts), "\n".join([line.raw, *raws])
+
+
 _CUT_END = re.compile(r"[\w,(]$")
 
 
@@ -431,16 +458,10 @@ class RuleSet:
         events: list[Event] = []
         for rule in self.rules_for(line.raw) if rules is None else rules:
             record, text = line.message, line.raw
-            if rule.wraps and following is not None and _CUT_END.search(line.message):
-                extra = []
-                for nxt in following():
-                    if not nxt.strip() or parse_line(0, nxt).has_prefix:
-                        break
-                    extra.append(nxt)
-                    if not _CUT_END.search(nxt.rstrip()):
-                        break
-                if extra:
-                    record = line.message + "".join(e.strip() for e in extra)
-                    text = "\n".join([line.raw] + extra)
+            # a stats record on this (general) path may be hard-wrapped too: its fast shape is
+            # read whole by the scan, so joining costs nothing there
+            if (rule.wraps or isinstance(rule, RuntimeRule)) and following is not None \
+                    and _CUT_END.search(line.message):
+                record, text = _join_wrapped(line, following())
             events.extend(rule.events(line, record, text))
         return events

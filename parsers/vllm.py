@@ -16,6 +16,7 @@ from . import units
 from .dumps import parse_dict_repr, parse_keyvalue_repr
 from .lines import Line
 from .rules import (
+    Event,
     Counter,
     CountRule,
     Extractor,
@@ -333,7 +334,8 @@ def _oom(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
 
 _KV_TOO_SMALL_FIGURES = [
     (re.compile(r"max seq len \((?P<v>\d+)\)"), FailureFigure.max_model_len),
-    (re.compile(rf"\((?P<v>{DEC} Gi?B) KV cache is needed"), FailureFigure.needed_bytes),
+    # the "(" goes missing where a reporter wrapped the message by hand before the figure
+    (re.compile(rf"(?:\(|\b)(?P<v>{DEC} Gi?B) KV cache is needed"), FailureFigure.needed_bytes),
     (re.compile(rf"available KV cache memory \((?P<v>{DEC} Gi?B)\)"), FailureFigure.available_bytes),
     (re.compile(r"estimated maximum model length is (?P<v>\d+)\."), FailureFigure.estimated_max_model_len),
     # V0: "… that can be stored in KV cache ({max_seq_len})"
@@ -588,3 +590,22 @@ BUILTIN_RULES: list[Rule] = (
     [*FACT_RULES, *SHAPE_LOG_RULES, *DUMP_RULES, *META_RULES, *MARKER_RULES, *HINT_RULES, *FAILURE_RULES,
      *RUNTIME_RULES]
 )
+
+# Failure wordings other programs print too (torch, pydantic, the ROCm runtime, abseil's signal
+# handler): read in a vLLM log, but they do not make a file one.
+_SHARED_WORDINGS = frozenset({
+    "oom", "cuda_error", "cuda_error_custom_ar", "pydantic_validation", "pydantic_value_error",
+})
+_OWN_RULES = frozenset(id(r) for r in BUILTIN_RULES if r.name not in _SHARED_WORDINGS)
+
+
+def vllm_own_wording(event: Event) -> bool:
+    """Whether an event was read from one of vLLM's own wordings — a fact, a failure or a
+    start-up line of the built-in grammar — which makes message-only text (no prefix, no
+    header: a quote, a notebook paste) a vLLM log."""
+    rule = event.rule
+    if id(rule) not in _OWN_RULES:
+        return False
+    if isinstance(rule, MarkerRule):
+        return rule.marker in (Marker.start_banner, Marker.start_args, Marker.start_engine)
+    return isinstance(rule, (FactRule, FailureRule, ShapeRule))
