@@ -16,9 +16,9 @@ from . import units
 from .dumps import parse_dict_repr, parse_keyvalue_repr
 from .lines import Line
 from .rules import (
-    Event,
     Counter,
     CountRule,
+    Event,
     Extractor,
     FactRule,
     FailureRule,
