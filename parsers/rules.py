@@ -278,6 +278,12 @@ class HintRule(Rule):
     phase: Phase
 
 
+# A source line a traceback echoes above the exception: "raise ValueError(", or the string
+# literal continuing it ('f"To serve at least one request …"'); facts.md: a failure's line is
+# the one that states it.
+_ECHOED_SOURCE = re.compile(r"""(?:raise\s|f?["'])""")
+
+
 @dataclass(kw_only=True, eq=False)
 class FailureRule(Rule):
     """A failure of kind ``failure``; its figures come from ``extract`` or from ``fields``."""
@@ -286,10 +292,15 @@ class FailureRule(Rule):
     failure: str  # a FailureKind, or a grammar pack's own kind
     phase: Phase | None = None  # a phase the text itself tells
     implies_up: bool = False  # the text tells the engine had been serving
+    # the kind instead when the traceback's frames show the engine had been serving (a wording
+    # printed for start-up and busy-loop exceptions alike)
+    runtime_kind: str | None = None
     fields: Fields = field(default_factory=dict)
     extract: Extractor | None = None
 
     def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        if _ECHOED_SOURCE.match(record):
+            return None  # a traceback's echo of the raising source line: not where it is stated
         if self.extract is not None:
             return self.extract(m, line, record)
         return _field_values(self.fields, m, record) or {}
@@ -454,7 +465,8 @@ class RuleSet:
     def match_line(self, line: Line, following: Callable[[], list[str]] | None = None,
                    rules: list[Rule] | None = None) -> list[Event]:
         """Run every rule whose anchor the line holds (or the ``rules`` a scanner found for it);
-        ``following`` gives the next physical lines for records that may be terminal-wrapped."""
+        ``following`` gives the next physical lines (as in the input, a "\\r" kept: they become
+        evidence) for records that may be wrapped."""
         events: list[Event] = []
         for rule in self.rules_for(line.raw) if rules is None else rules:
             record, text = line.message, line.raw
