@@ -29,35 +29,31 @@ def gather_runs(hits: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
         keyed = rules.anchors[text]
         rule = keyed[0] if len(keyed) == 1 else None
         fits = isinstance(rule, RuntimeRule) and rule.fast is not None and not rule.wraps
-        shortcut.append(rule if fits else None)  # type: ignore[arg-type]
+        shortcut.append(rule if isinstance(rule, RuntimeRule) and fits else None)
     run: RuntimeRun | None = None
     for hit in hits:
-        record = None
         if type(hit) is Hit and len(hit.anchors) == 1:
-            (anchor,) = hit.anchors
-            fast = shortcut[anchor]
-            if fast is not None:
-                record = fast.fast_runtime(hit.number, hit.raw)
-        if record is None:
-            if run is not None:
-                yield run
-                run = None
-            yield hit
-            continue
-        assert type(hit) is Hit
-        process, pid, sample = record
-        if run is not None and (process != run.process or pid != run.pid or len(run.samples) >= run_limit):
+            fast = shortcut[hit.anchors[0]]
+            record = None if fast is None else fast.fast_runtime(hit.number, hit.raw)
+            if record is not None:
+                process, pid, sample = record
+                if run is not None and (process != run.process or pid != run.pid or len(run.samples) >= run_limit):
+                    yield run
+                    run = None
+                if run is None:
+                    run = RuntimeRun(sample.line, hit.offset, process, pid, [hit.raw], [sample], hit.counts, {})
+                    continue
+                run.lines.append(hit.raw)
+                run.samples.append(sample)
+                if hit.counts:
+                    within = run.within
+                    for kind, n in hit.counts.items():
+                        within[kind] = within.get(kind, 0) + n
+                continue
+        if run is not None:
             yield run
             run = None
-        if run is None:
-            run = RuntimeRun(sample.line, hit.offset, process, pid, [hit.raw], [sample], hit.counts, {})
-            continue
-        run.lines.append(hit.raw)
-        run.samples.append(sample)
-        if hit.counts:
-            within = run.within
-            for kind, n in hit.counts.items():
-                within[kind] = within.get(kind, 0) + n
+        yield hit
     if run is not None:
         yield run
 
