@@ -59,6 +59,7 @@ _PHASE_AFTER: dict[str | None, Phase] = {
 _SHAPE_PRECEDENCE: dict[str, int] = {ShapeSource.args: 0, ShapeSource.engine_config: 1, ShapeSource.log: 2, ShapeSource.default: 3}
 _HINT_WINDOW = 150  # lines: a traceback's frames sit this close to its failure line
 _MERGE_WINDOW = 3  # lines: a failure record split over adjacent lines is one failure
+_DP_ENGINE = re.compile(r"^EngineCore_(?:DP)?(\d+)$")  # a data-parallel engine core: "EngineCore_DP1", 0.8's "EngineCore_1"
 _RESTART_GAP = 600  # seconds: after a failure, new processes printing this much later are another run
 
 Stamp = tuple[str, int | None]  # vLLM's "MM-DD HH:MM:SS" and the year a wrapper printed, if any
@@ -278,7 +279,10 @@ class BootAssembler:
         # unless the boot has had that start-up line already (a boot prints it once)
         earlier = timestamp is not None and work.latest is not None and timestamp < work.latest and known_process \
             and not any(cast(MarkerRule, ev.rule).marker in work.starts for ev in starts)
-        if starts and not earlier:
+        # another data-parallel engine core of the same run starting up alongside the first
+        sibling = process is not None and process not in work.pids and _DP_ENGINE.match(process) is not None \
+            and any(_DP_ENGINE.match(p) for p in work.pids)
+        if starts and not earlier and not sibling:
             if work.moved_on:
                 new = True  # figures, failures or progress came since this boot's start-up
             for ev in starts:
@@ -549,9 +553,6 @@ def _merge(into: Failure, other: Failure) -> None:
 
 def _same_figures(a: Failure, b: Failure) -> bool:
     return a.figures == b.figures
-
-
-_DP_ENGINE = re.compile(r"^EngineCore_(?:DP)?(\d+)$")
 
 
 def _same_report(a: Failure, b: Failure) -> bool:
