@@ -232,3 +232,18 @@ def test_two_dp_engines_keep_their_figures_per_engine():
 def test_two_dp_engines_runtime_samples_keep_their_engine_index():
     (boot,) = parsers.parse_text(DP_LOG, year=2026)
     assert [s.engine for s in boot.runtime] == [0, 1, 0, 1]
+
+
+def test_readme_fixture_tables():
+    from conftest import ROOT
+    from fixture_classes import render
+
+    readme = (ROOT / "README.md").read_text()
+    start, end = "<!-- fixture-classes:start -->\n", "<!-- fixture-classes:end -->"
+    assert readme[readme.index(start) + len(start):readme.index(end)] == render()
+
+
+def test_every_real_fixture_has_a_class():
+    from fixture_classes import CLASSES
+
+    assert sorted(CLASSES) == sorted(p.name[:3] for p in REAL.glob("*.log"))
