@@ -138,8 +138,8 @@ class Parse:
             match item:
                 case LineHit(line=line) if line.number <= header:
                     continue  # the excerpt header is not log
-                case LineHit(events=events) if events and not self.worded:
-                    self.worded = any(map(vllm_own_wording, events))
+                case LineHit(events=events) if events and not (self.worded or self.vllm):
+                    self.worded = any(map(vllm_own_wording, events))  # message-only text
                 case End(total_lines):
                     self._check_readable()
                     self.total_lines = total_lines

@@ -182,11 +182,12 @@ FACT_RULES = [
           rf"Graph capturing finished in (?P<s>{DEC}) secs(?:, took (?P<b>{DEC}) GiB)?",
           {"s": (FactName.graph_capture_seconds, "s"), "b": (FactName.graph_capture_bytes, "GiB")}),
     # 0.6.5-0.17.1 "torch.compile takes %.2f s in total"; 0.18+ "took"; 0.32+ optional "[tag] "
-    _fact("torch_compile", "torch.compile t", rf"torch\.compile (?:takes|took) (?P<s>{DEC}) s in total",
+    _fact("torch_compile", "torch.compile ", rf"torch\.compile (?:takes|took) (?P<s>{DEC}) s in total",
           {"s": (FactName.torch_compile_seconds, "s")}),
     # newest (Sep 2026 main): "torch.compile and initial profiling/warmup run together took %.2f s in total"
-    _fact("torch_compile_with_warmup", "torch.compile and initial profiling/warmup run together took ",
-          rf"run together took (?P<s>{DEC}) s in total", {"s": (FactName.torch_compile_seconds, "s")}),
+    _fact("torch_compile_with_warmup", "torch.compile ",
+          rf"torch\.compile and initial profiling/warmup run together took (?P<s>{DEC}) s in total",
+          {"s": (FactName.torch_compile_seconds, "s")}),
     # 0.6.5-0.19 "init engine (profile, create kv cache, warmup model) took %.2f seconds";
     # 0.20+ "… took %.2f s" with optional compilation breakdown
     _fact("init_engine", "init engine (profile, create kv cache, warmup model) took ",
@@ -219,7 +220,7 @@ SHAPE_LOG_RULES = [
     _shape("v0_064_profile_util", "Memory profiling results: ",
          rf"gpu_memory_utilization=(?P<u>{DEC})", fields={"u": ("gpu_memory_utilization", None)}),
     # the post-warm-up suggestion (ref §2.3): "Desired GPU memory utilization is ({u}, {r} GiB)"
-    _shape("free_memory_util", "Desired GPU memory utilization is (",
+    _shape("free_memory_util", "Free memory on device (",
            rf"Desired GPU memory utilization is \((?P<u>{DEC}),", fields={"u": ("gpu_memory_utilization", None)}),
     # "Chunked prefill is enabled with max_num_batched_tokens=%d."
     _shape("chunked_prefill", "Chunked prefill is enabled with max_num_batched_tokens=",
@@ -505,8 +506,9 @@ FAILURE_RULES = [
     # V1 ~0.7-0.8.4 (not in ref): multiproc_executor.py "MulitprocExecutor got fatal signal from
     # worker processes, shutting down. See stack trace above for root cause issue." (sic) and
     # core_client.py "Got fatal signal from worker processes, shutting down. …"
-    _failure("executor_fatal_signal", "procExecutor got fatal signal from worker processes", FailureKind.worker_died),
-    _failure("core_client_fatal_signal", "Got fatal signal from worker processes", FailureKind.engine_dead,
+    _failure("executor_fatal_signal", "fatal signal from worker processes", FailureKind.worker_died,
+             r"Mul(?:ti|it)procExecutor got fatal signal from worker processes"),
+    _failure("core_client_fatal_signal", "fatal signal from worker processes", FailureKind.engine_dead,
              r"^Got fatal signal from worker processes"),
     # abseil's failure-signal handler (Ray workers install it; not vLLM's): "*** SIGSEGV received
     # at time=%d on cpu %d ***" (SIGABRT, SIGBUS, SIGFPE, SIGILL alike): the worker died
