@@ -405,13 +405,15 @@ class BootAssembler:
                           work.progress, rule.runtime_kind, ev.line.timestamp)
         if rule.implies_up and work.up_line is None:
             work.up_line = ev.line.number
+        between = False  # another kind of failure came after prev: a new incident
         for prev in reversed(boot.failures):
             if prev.kind != failure.kind:
+                between = True
                 continue
             if failure.line - prev.line <= _MERGE_WINDOW and prev.process == failure.process:
                 _merge(prev, failure)  # one record over adjacent lines (pydantic's detail line)
                 return
-            if prev.rank == failure.rank and _same_figures(prev, failure) and _same_report(prev, failure):
+            if prev.rank == failure.rank and _same_figures(prev, failure) and _same_report(prev, failure, between):
                 return  # the same failure printed again (re-raised, repeated per process)
         boot.failures.append(failure)
 
@@ -555,18 +557,17 @@ def _same_figures(a: Failure, b: Failure) -> bool:
     return a.figures == b.figures
 
 
-def _same_report(a: Failure, b: Failure) -> bool:
-    """Whether a failure with the same figures is the same one reported again.  With figures, it
-    is (a worker's OOM re-raised by the engine core).  Without, it is unless the two lines come
-    from two data-parallel engines (``EngineCore_0`` and ``EngineCore_1`` each lose their
-    workers), or the same process prints it again at another time (another run's client)."""
+def _same_report(a: Failure, b: Failure, between: bool) -> bool:
+    """Whether failure ``b``, with ``a``'s figures, is ``a`` reported again.  With figures, it is
+    (a worker's OOM re-raised by the engine core).  Without, it is unless the two lines come from
+    two data-parallel engines (``EngineCore_0`` and ``EngineCore_1`` each lose their workers), or
+    another kind of failure came between them: a new incident (220: each DP engine's executor,
+    then its client, report the fatal signal)."""
     if a.figures:
         return True
-    if a.process == b.process:
-        return a.timestamp == b.timestamp
     ea = _DP_ENGINE.match(a.process or "")
     eb = _DP_ENGINE.match(b.process or "")
-    return not (ea and eb and ea.group(1) != eb.group(1))
+    return not between and not (ea and eb and ea.group(1) != eb.group(1))
 
 
 def _decide(boot: Boot, work: _Work) -> None:

@@ -247,3 +247,22 @@ def test_every_real_fixture_has_a_class():
     from fixture_classes import CLASSES
 
     assert sorted(CLASSES) == sorted(p.name[:3] for p in REAL.glob("*.log"))
+
+
+DEAD = ("(APIServer pid=1) ERROR 06-26 23:10:{s} [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: "
+        "EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
+
+
+ACCESS = '(APIServer pid=1) INFO:     127.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+
+
+def test_a_figureless_failure_repeated_later_by_the_same_process_is_one_failure():
+    text = DEAD.format(s="17") + ACCESS * 5 + DEAD.format(s="29") + ACCESS * 5 + DEAD.format(s="41")
+    boot = parsers.parse_text(text, year=2026)[0]
+    assert [f.line for f in boot.failures] == [1]
+
+
+def test_each_dp_engine_reporting_the_fatal_signal_is_a_failure_of_its_own():
+    (_, boot) = parse(real("220"))
+    assert [(f.kind, f.line) for f in boot.failures] == \
+        [("worker_died", 32), ("engine_dead", 33), ("worker_died", 41), ("engine_dead", 42)]
