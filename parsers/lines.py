@@ -145,7 +145,7 @@ def parse_line(number: int, raw: str) -> Line:
         _set_process(line, m)
         text = text[m.end() :]
         line.message = text.strip()
-        m = _PROCESS.match(text)
+        m = _PROCESS.match(text) if text.startswith("(") else None
     s = _STAGE.match(text)
     if s:
         text = text[s.end() :]
