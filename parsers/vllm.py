@@ -487,7 +487,7 @@ FAILURE_RULES = [
     _failure("engine_dead_error", "EngineDeadError", FailureKind.engine_dead, r"EngineDeadError\b", implies_up=True),
     _failure("engine_fatal", "EngineCore encountered a fatal error", FailureKind.engine_dead, implies_up=True),
     _failure("output_handler", "AsyncLLM output_handler failed", FailureKind.engine_dead, implies_up=True),
-    _failure("mq_engine_dead", "MQLLMEngine", FailureKind.engine_dead, r"MQLLMEngine\b.*\bdead\b"),
+    _failure("mq_engine_dead", "MQLLMEngine", FailureKind.engine_dead, r"MQLLMEngine\b.*\bdead\b", implies_up=True),
     # V1 0.8.3-0.8.4 core.py (not in ref): "EngineCore hit an exception: %s" with the traceback as
     # its argument, for start-up and busy-loop exceptions alike: the frames tell which (a busy-loop
     # frame makes it the engine's death at runtime)
@@ -682,6 +682,10 @@ RUNTIME_RULES: list[Rule] = [
     CountRule(name="request_line", anchor="Received request ", counter=Counter.request),
     # "Request %s failed (engine dead)." (V1): requests were in flight, so the engine was serving
     MarkerRule(name="request_failed", anchor="failed (engine dead)", pattern=r"^Request \S+ failed \(engine dead\)",
+               marker=Marker.serving, implies_up=True),
+    # serving_chat.py's logger.exception("Error in chat completion stream generator.") (not in
+    # ref): an error inside a request, so the engine had come up (facts.md "Boot outcome")
+    MarkerRule(name="request_error", anchor="Error in chat completion stream generator",
                marker=Marker.serving, implies_up=True),
 ]
 

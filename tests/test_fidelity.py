@@ -266,3 +266,16 @@ def test_each_dp_engine_reporting_the_fatal_signal_is_a_failure_of_its_own():
     (_, boot) = parse(real("220"))
     assert [(f.kind, f.line) for f in boot.failures] == \
         [("worker_died", 32), ("engine_dead", 33), ("worker_died", 41), ("engine_dead", 42)]
+
+
+REQUEST_ERROR = """\
+(APIServer pid=1) ERROR 10-14 16:59:25 [serving_chat.py:1145] Error in chat completion stream generator.
+(APIServer pid=1) ERROR 10-14 16:59:25 [serving_chat.py:1145] Traceback (most recent call last):
+(APIServer pid=1) ERROR 10-14 16:59:25 [serving_chat.py:1145] RuntimeError: CUDA error: an illegal memory access was encountered
+"""
+
+
+def test_an_error_inside_a_request_shows_the_engine_had_come_up():
+    boot = parsers.parse_text(REQUEST_ERROR, year=2026)[0]
+    (failure,) = boot.failures
+    assert (failure.kind, failure.phase, boot.outcome) == ("cuda_error", "runtime", "crashed")
