@@ -15,6 +15,7 @@ from parsers.packs import Pack, check, load_pack
 # a figure in a unit of facts.md, or an exception stated ("RuntimeError: …", "SystemExit:")
 WORDING = re.compile(
     r"\d[\d,]*(?:\.\d+)?\s?(?:GiB|MiB|KiB|GB|MB|Gb|slots|tokens|t/s|%|s|secs|seconds|x)(?!\w)"
+    r"|\d\)\]Gb\b"  # tpu-inference's per-chip list: hbm=[(3.74, 31.25), …]Gb
     r"|^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b"
 )
 
@@ -55,6 +56,8 @@ UNREAD = {
     ("211", 21): "'JIT kernel warmup finished in X s': a warm-up step inside init, no vocabulary name",
     ("216", 11): _BAR,
     ("216", 12): _BAR,
+    ("217", 11): "tpu-inference's own per-chip 'hbm=[(used, limit), …]Gb' list: grammar-pack material, no rank form",
+    ("217", 17): "tpu-inference's own per-chip 'hbm=[(used, limit), …]Gb' list: grammar-pack material, no rank form",
     ("218", 20): "Intel llm-scaler's own '[Memory Profiling Analysis]' block: grammar-pack material",
     ("218", 21): "Intel llm-scaler's own '[Memory Profiling Analysis]' block: grammar-pack material",
     ("218", 22): "Intel llm-scaler's own '[Memory Profiling Analysis]' block: grammar-pack material",
