@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ _PHASE_AFTER: dict[str | None, Phase] = {
 _SHAPE_PRECEDENCE: dict[str, int] = {ShapeSource.args: 0, ShapeSource.engine_config: 1, ShapeSource.log: 2, ShapeSource.default: 3}
 _HINT_WINDOW = 150  # lines: a traceback's frames sit this close to its failure line
 _MERGE_WINDOW = 3  # lines: a failure record split over adjacent lines is one failure
+_DP_ENGINE = re.compile(r"^EngineCore_(?:DP)?(\d+)$")  # a data-parallel engine core: "EngineCore_DP1", 0.8's "EngineCore_1"
+_RESTART_GAP = 600  # seconds: after a failure, new processes printing this much later are another run
 
 Stamp = tuple[str, int | None]  # vLLM's "MM-DD HH:MM:SS" and the year a wrapper printed, if any
 
@@ -89,6 +92,7 @@ class Failure:
     pack: str | None = None
     implies_up: bool = False
     progress: str | None = field(default=None, repr=False)  # how far the boot had got
+    runtime_kind: str | None = field(default=None, repr=False)  # the kind if its frames show serving
     timestamp: str | None = None  # vLLM's MM-DD HH:MM:SS of the line, when it has one
     logged_at: str | None = None  # with the year, once the boot is closed
 
@@ -150,6 +154,8 @@ class _Work:
     ready_ts: Stamp | None = None
     last_ts: Stamp | None = None
     up_line: int | None = None  # a line that tells the engine had been serving
+    seen: set[tuple[str | None, int | None]] = field(default_factory=set)  # (process, pid) of its lines
+    latest: str | None = None  # its latest vLLM timestamp ("MM-DD HH:MM:SS")
     last_stats: RuntimeSample | None = None  # held back one line: V0 may add its prefix-hit line
 
 
@@ -216,7 +222,8 @@ class BootAssembler:
         if not events:
             return finished
         starts = [e for e in events if e.kind == Kind.marker and cast(MarkerRule, e.rule).marker in _START_RANK]
-        boot, work = self._boot_for(line.number, line.offset, line.process, line.pid, line.message, starts, finished)
+        boot, work = self._boot_for(line.number, line.offset, line.process, line.pid, line.message, starts, finished,
+                                    line.timestamp)
         work.digest.update(line.raw.encode("utf-8", "surrogatepass"))
         work.digest.update(b"\n")
         if line.timestamp:
@@ -233,7 +240,11 @@ class BootAssembler:
         once: the same result, without a Line or an Event per line.  The run's lines share a
         process, so only its first line can start a boot."""
         finished: list[Boot] = []
-        boot, work = self._boot_for(run.number, run.offset, run.process, run.pid, None, (), finished)
+        boot, work = self._boot_for(run.number, run.offset, run.process, run.pid, None, (), finished,
+                                    run.samples[0].timestamp)
+        last = run.samples[-1].timestamp
+        if last and (work.latest is None or last > work.latest):
+            work.latest = last
         work.digest.update(b"\n".join(run.lines))
         work.digest.update(b"\n")
         samples = run.samples
@@ -255,13 +266,23 @@ class BootAssembler:
         return finished
 
     def _boot_for(self, number: int, offset: int | None, process: str | None, pid: int | None,
-                  message: str | None, starts: Sequence[Event], finished: list[Boot]) -> tuple[Boot, _Work]:
+                  message: str | None, starts: Sequence[Event], finished: list[Boot],
+                  timestamp: str | None = None) -> tuple[Boot, _Work]:
         boot = self.current
         if boot is None:
             boot = self._new(self.first_line)
         work = self._work[boot.index]
         new = False
-        if starts:
+        known_process = (process, pid) in work.seen
+        # a paste out of time order: a start-up line printed before figures already read, by
+        # processes already read, is this boot's own start-up (scrolled up to), not a restart —
+        # unless the boot has had that start-up line already (a boot prints it once)
+        earlier = timestamp is not None and work.latest is not None and timestamp < work.latest and known_process \
+            and not any(cast(MarkerRule, ev.rule).marker in work.starts for ev in starts)
+        # another data-parallel engine core of the same run starting up alongside the first
+        sibling = process is not None and process not in work.pids and _DP_ENGINE.match(process) is not None \
+            and any(_DP_ENGINE.match(p) for p in work.pids)
+        if starts and not earlier and not sibling:
             if work.moved_on:
                 new = True  # figures, failures or progress came since this boot's start-up
             for ev in starts:
@@ -275,6 +296,9 @@ class BootAssembler:
             known = work.pids.get(cast(str, process))
             if known is not None and known != pid and work.moved_on:
                 new = True
+        if not new and boot.failures and not known_process and timestamp is not None and work.latest is not None \
+                and _seconds(timestamp) - _seconds(work.latest) > _RESTART_GAP:
+            new = True  # the boot had failed; new processes, much later: another run in the paste
         if new:
             closed = self._close(boot, number - 1)
             if closed is not None:
@@ -284,6 +308,9 @@ class BootAssembler:
             work = self._work[boot.index]
         if one_per_boot:
             work.pids.setdefault(cast(str, process), cast(int, pid))
+        work.seen.add((process, pid))
+        if timestamp is not None and (work.latest is None or timestamp > work.latest):
+            work.latest = timestamp
         return boot, work
 
     def _new(self, first_line: int) -> Boot:
@@ -375,16 +402,18 @@ class BootAssembler:
         rank = ev.line.rank if rule.rank_from_prefix else None
         failure = Failure(rule.failure, rule.phase, ev.line.number, ev.text, rank,
                           ev.line.process, figures, precision, rule.pack, rule.implies_up,
-                          work.progress, ev.line.timestamp)
+                          work.progress, rule.runtime_kind, ev.line.timestamp)
         if rule.implies_up and work.up_line is None:
             work.up_line = ev.line.number
+        between = False  # another kind of failure came after prev: a new incident
         for prev in reversed(boot.failures):
             if prev.kind != failure.kind:
+                between = True
                 continue
             if failure.line - prev.line <= _MERGE_WINDOW and prev.process == failure.process:
                 _merge(prev, failure)  # one record over adjacent lines (pydantic's detail line)
                 return
-            if prev.rank == failure.rank and _same_figures(prev, failure):
+            if prev.rank == failure.rank and _same_figures(prev, failure) and _same_report(prev, failure, between):
                 return  # the same failure printed again (re-raised, repeated per process)
         boot.failures.append(failure)
 
@@ -528,13 +557,34 @@ def _same_figures(a: Failure, b: Failure) -> bool:
     return a.figures == b.figures
 
 
+def _same_report(a: Failure, b: Failure, between: bool) -> bool:
+    """Whether failure ``b``, with ``a``'s figures, is ``a`` reported again.  With figures, it is
+    (a worker's OOM re-raised by the engine core).  Without, it is unless the two lines come from
+    two data-parallel engines (``EngineCore_0`` and ``EngineCore_1`` each lose their workers), or
+    another kind of failure came between them: a new incident (220: each DP engine's executor,
+    then its client, report the fatal signal)."""
+    if a.figures:
+        return True
+    ea = _DP_ENGINE.match(a.process or "")
+    eb = _DP_ENGINE.match(b.process or "")
+    return not between and not (ea and eb and ea.group(1) != eb.group(1))
+
+
 def _decide(boot: Boot, work: _Work) -> None:
-    """Outcome and failure phases, per facts.md."""
+    """Outcome and failure phases, per facts.md: a phase the text tells, else the traceback's
+    frames, else how far the boot had got; frames of the serving path show the engine had come
+    up, so the boot crashed."""
     failures = sorted(boot.failures, key=lambda f: f.line)
     boot.failures = failures
+    hinted = {id(f): _hinted_phase(work, f) for f in failures if f.phase is None}
+    for f in failures:
+        if hinted.get(id(f)) == Phase.runtime:
+            f.implies_up = True
+            if f.runtime_kind:
+                f.kind = f.runtime_kind
     first = failures[0].line if failures else None
     up = boot.ready_line is not None and (first is None or boot.ready_line < first)
-    implied = work.up_line is not None
+    implied = work.up_line is not None or any(f.implies_up for f in failures)
     if not failures:
         boot.outcome = Outcome.ready if boot.ready_line is not None else Outcome.incomplete
     elif up or implied:
@@ -547,17 +597,28 @@ def _decide(boot: Boot, work: _Work) -> None:
         if boot.outcome == Outcome.crashed:
             f.phase = Phase.runtime
             continue
-        f.phase = _hinted_phase(work, f) or _PHASE_AFTER[f.progress]
+        f.phase = hinted[id(f)] or _PHASE_AFTER[f.progress]
 
 
 def _hinted_phase(work: _Work, f: Failure) -> Phase | None:
-    """The innermost traceback frame near the failure: the last one before it, else the last
-    one of the traceback that follows it ("EngineCore failed to start." precedes its frames)."""
+    """The innermost start-up frame of the traceback near the failure (the frames before it, else
+    those of the traceback that follows it: "EngineCore failed to start." precedes its frames);
+    ``runtime`` when the frames there are only the serving path's."""
     before = [h for h in work.hints if f.line - _HINT_WINDOW <= h[0] <= f.line]
-    if before:
-        return before[-1][1]
-    after = [h for h in work.hints if f.line < h[0] <= f.line + _HINT_WINDOW]
-    return after[-1][1] if after else None
+    near = before or [h for h in work.hints if f.line < h[0] <= f.line + _HINT_WINDOW]
+    startup = [h for h in near if h[1] != Phase.runtime]
+    if startup:
+        return startup[-1][1]
+    return near[-1][1] if near else None
+
+
+def _seconds(timestamp: str) -> int:
+    """vLLM's "MM-DD HH:MM:SS" as seconds, to measure gaps within a paste (months as 31 days:
+    the order and the size of a gap are what matter)."""
+    md, hms = timestamp.split(" ")
+    month, day = md.split("-")
+    h, m, sec = hms.split(":")
+    return ((int(month) * 31 + int(day)) * 24 + int(h)) * 3600 + int(m) * 60 + int(sec)
 
 
 def _stamp(ts: tuple[str, int | None] | None, year: int | None) -> str | None:

@@ -6,9 +6,15 @@ A vLLM record looks like (``docs/vllm-log-lines.md`` §1)::
 
 Wrappers are what the tools people paste from add in front: docker-compose ``name-1  | ``,
 RFC 3339 container timestamps, ``journalctl``'s ``Mon DD HH:MM:SS host unit[pid]: ``,
-``kubectl logs --prefix``'s ``[pod/name/container] ``, TorchServe's ``MODEL_LOG - ``, markdown
-quote and list markers, indentation and right-padding.  ``file.py:NNN`` is kept as text but no
-rule ever keys on it: the numbers change with every release.
+``kubectl logs --prefix``'s ``[pod/name/container] ``, a CI tool's ``[name] `` tag and
+``[2025-12-13T19:54:35Z] `` timestamp, TorchServe's ``MODEL_LOG - ``, markdown quote and list
+markers (and the ``▎`` quote bars chat tools paste), indentation and right-padding.
+``file.py:NNN`` is kept as text but no rule ever keys on it: the numbers change with every
+release.
+
+A process prefix may be nested: an engine core wraps the stdout of the workers it started, so a
+worker's line reads ``(EngineCore_DP1 pid=…) (Worker_DP1_TP1_EP3 pid=…) INFO …``.  The line's
+process is the innermost one, the process that printed it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;]*[A-Za-z]")
 # One wrapper at the start of the line; applied repeatedly.  Group ``year`` (when present)
 # carries a full date that vLLM's own MM-DD timestamp lacks.
 _WRAPPERS = [
-    re.compile(r"(?:>[ \t]?)+"),  # markdown quote
+    # markdown quote; the bars GitHub, Slack and chat clients paste for a quote ("▎ ", "│ ", "┃ ")
+    re.compile(r"(?:[>\u258e\u2502\u2503][ \t]?)+"),
     re.compile(r"[-*+] (?=\S)"),  # markdown list marker
     # RFC 3339 container/runtime timestamp (docker --timestamps, kubectl --timestamps, runpod),
     # optionally followed by TorchServe's "[LEVEL ] W-9000-model-stdout MODEL_LOG - ".
@@ -35,6 +42,11 @@ _WRAPPERS = [
     # journalctl: "Mar 05 12:00:01 host vllm[123]: "
     re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: "),
     re.compile(r"\[pod/[^\]\s]+(?: [^\]]*)?\] "),  # kubectl logs --prefix
+    # a CI log's timestamp (Buildkite "[2025-12-13T19:54:35Z] ")
+    re.compile(r"\[(?P<year>\d{4})-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\][ \t]+"),
+    # a CI tool's or process manager's tag ("[vllm-server] "); vLLM's own "[Stage-k] " comes after
+    # the process prefix, so one at the start of a line is a wrapper's too
+    re.compile(r"\[[A-Za-z][\w.-]*\][ \t]+"),
     re.compile(r"[A-Za-z0-9][\w.-]*[ \t]+\| ?"),  # docker compose "name-1  | "
 ]
 
@@ -44,6 +56,9 @@ _PROCESS = re.compile(
     r"\(?(?P<proc>[A-Za-z_][\w]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?) pid=(?P<pid>\d+)"
     r"(?:, ip=[^)]*)?\) ?"
 )
+# The same, further into a line without vLLM's header: only with its parentheses, after the start
+# or a space, and (when nested) the run of prefixes up to the last one.
+_WRAPPED_PROCESS = re.compile(r"(?:^|(?<=\s))(?:\(" + _PROCESS.pattern[3:] + r")+")
 _STAGE = re.compile(r"\[Stage-\d+\] ")  # vllm-omni puts a stage tag after the prefix
 
 # vLLM's header, every release (reference §1.4): '[' before file:line only from 0.8.0.
@@ -53,7 +68,14 @@ _HEADER = re.compile(
 )
 _BARE_STARTS = ("(", "INFO ", "DEBUG ", "WARNING ", "ERROR ", "CRITICAL ")
 _RANK_EQ = re.compile(r"rank=(\d+)")
-_TP = re.compile(r"(?:^|[_ ])TP(\d+)")
+# The parallel groups a worker's name carries ("Worker_DP0_PP1_TP0_EP0", "VllmWorker PP0_TP1"),
+# printed outermost first: DP, PP, PCP, TP, DCP, EP (ref §1.2).
+_GROUP = re.compile(r"(?:^|[_ ])(DP|PP|PCP|TP|DCP|EP)(\d+)(?=_|$)")
+# The group whose index is the worker's rank, innermost first: EP if named (unique per worker
+# across the DP engines), else TP / DCP / PCP, else PP, else DP (facts.md, "rank").
+_RANK_GROUPS = ("EP", "DCP", "TP", "PCP", "PP", "DP")
+# Processes that speak for the whole engine, not a worker: their index is no rank.
+_ENGINE_WIDE = ("EngineCore", "APIServer", "ApiServer", "DPSupervisor", "MainProcess")
 _REPEATED = re.compile(r" \[repeated \d+x across cluster\]$")  # Ray's de-duplication suffix
 
 
@@ -77,13 +99,19 @@ class Line:
 
 
 def rank_of(process: str) -> int | None:
-    """The worker a process prefix names: Worker_TP1 -> 1, VllmWorker rank=5 -> 5."""
+    """The worker a process prefix names: ``Worker_TP1`` -> 1, ``VllmWorker rank=5`` -> 5,
+    ``Worker_PP2`` -> 2, ``Worker_DP6_EP6`` -> 6, ``Worker_DP0_TP3_EP3`` -> 3,
+    ``VllmWorker PP0_TP1`` -> 1; None for an engine-wide process (``EngineCore_DP1``,
+    ``APIServer``) and for a name without an index (``RayWorkerWrapper``, ``Worker``)."""
     m = _RANK_EQ.search(process)
     if m:
         return int(m.group(1))
-    m = _TP.search(process)
-    if m:
-        return int(m.group(1))
+    if process.startswith(_ENGINE_WIDE):
+        return None
+    groups = dict(_GROUP.findall(process))
+    for group in _RANK_GROUPS:
+        if group in groups:
+            return int(groups[group])
     return None
 
 
@@ -111,11 +139,13 @@ def parse_line(number: int, raw: str) -> Line:
                 changed = True
                 break
     line = Line(number=number, raw=raw, message=text, year=year)
+    # nested prefixes: the engine core's wrapper first, the worker that printed last
     m = _PROCESS.match(text)
-    if m:
+    while m:
         _set_process(line, m)
         text = text[m.end() :]
         line.message = text.strip()
+        m = _PROCESS.match(text) if text.startswith("(") else None
     s = _STAGE.match(text)
     if s:
         text = text[s.end() :]
@@ -123,10 +153,16 @@ def parse_line(number: int, raw: str) -> Line:
     if h is None:
         # an unknown wrapper in front: find the header further in, and a process prefix before it
         h = _HEADER.search(text)
-        if h is not None and line.process is None:
+        if line.process is None:
             p = None
-            for p in _PROCESS.finditer(text, 0, h.start()):  # noqa: B007 - the last one is wanted
-                pass
+            if h is not None:
+                for p in _PROCESS.finditer(text, 0, h.start()):  # noqa: B007 - the last one is wanted
+                    pass
+            else:  # a traceback or failure line, behind a wrapper no rule knows
+                for p in _WRAPPED_PROCESS.finditer(text):  # noqa: B007 - the last one is wanted
+                    pass
+                if p is not None:
+                    text = text[p.end() :]
             if p is not None:
                 _set_process(line, p)
     if h is not None:
@@ -145,9 +181,17 @@ def _set_process(line: Line, m: re.Match[str]) -> None:
     line.rank = rank_of(line.process)
 
 
-# A cheap test used before building Line objects: does a block hold any vLLM line at all
-# (a header, or a process prefix as on traceback and tqdm lines)?
-VLLM_LINE_SEARCH = re.compile(_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^)]*)?\)")
+# A traceback frame in a file of the vllm package, in the forms people paste: Python's
+# '  File "…/site-packages/vllm/entrypoints/llm.py", line 297, in __init__', IPython 8's
+# 'File ~/…/site-packages/vllm/entrypoints/llm.py:297, in LLM.__init__(…)' and Colab's
+# '[/usr/…/dist-packages/vllm/utils.py](https://localhost:8080/#) in inner(…)'.
+VLLM_FRAME = r'(?:File "?|\[)[^\s"\]]*/vllm/[^\s"\]]*\.py(?:", line \d+|:\d+, in |\]\()'
+
+# A cheap test used before building Line objects: does a block hold any vLLM line at all (a
+# header, a process prefix as on traceback and tqdm lines, or a frame of vLLM's code in a bare
+# traceback)?  Message-only text is told by its wordings instead (``Parse``).
+VLLM_LINE_SEARCH = re.compile(_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^)]*)?\)|"
+                              + VLLM_FRAME)
 
 
 # The shape nearly every line of a served log has, "(APIServer pid=1) INFO 10-01 09:00:10

@@ -19,6 +19,7 @@ Everything invalid is refused at load time with the file, the rule and what is w
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
@@ -253,9 +254,16 @@ class CheckReport:
     lines: int = 0
 
 
-def check(pack: Pack, logs: list[str], others: list[Rule] | None = None) -> CheckReport:
+def _next_lines(lines: list[str], i: int) -> list[str]:
+    return lines[i + 1:i + 4]
+
+
+def check(pack: Pack, logs: list[str], others: list[Rule] | None = None,
+          unread: re.Pattern[str] = FIGURE_WITH_UNIT) -> CheckReport:
     """Run ``pack`` (with the built-in grammar and ``others``) over ``logs``: per rule how many
-    lines matched and the first match, and the lines nobody claimed that carry figures."""
+    lines matched and the first match, and the lines nobody claimed whose message ``unread``
+    finds something in (by default: a figure with a unit).  A record wrapped over several lines
+    claims its continuation lines too."""
     ruleset = RuleSet(list(BUILTIN_RULES) + list(others or []) + pack.rules)
     hits = {id(r): RuleHits(r) for r in pack.rules}
     report = CheckReport(pack, list(hits.values()), [])
@@ -267,15 +275,21 @@ def check(pack: Pack, logs: list[str], others: list[Rule] | None = None) -> Chec
             block = chunk.decode("utf-8", errors="replace")
             if header is None:
                 header = excerpt_header_end(block)
-            for raw in block.splitlines():
+            lines = block.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            claimed_to = 0  # the last line a wrapped record read
+            for i, raw in enumerate(lines):
                 number += 1
                 if number <= header:
                     continue
                 line = parse_line(number, raw)
-                events = ruleset.match_line(line) if ruleset.rules_for(raw) else []
+                following = functools.partial(_next_lines, lines, i)
+                events = ruleset.match_line(line, following) if ruleset.rules_for(raw) else []
                 if ruleset.count_line(raw):
                     continue  # counted (access and request lines), so claimed
                 for ev in events:
+                    claimed_to = max(claimed_to, number + ev.text.count("\n"))
                     h = hits.get(id(ev.rule))
                     if h is None:
                         continue
@@ -283,7 +297,7 @@ def check(pack: Pack, logs: list[str], others: list[Rule] | None = None) -> Chec
                     if h.first is None:
                         values = {k: getattr(v, "printed", v) for k, v in ev.data.items()}
                         h.first = (log, number, values)
-                if not events and FIGURE_WITH_UNIT.search(line.message):
-                    report.unclaimed.append((log, number, raw))
+                if not events and number > claimed_to and unread.search(line.message):
+                    report.unclaimed.append((log, number, raw.rstrip("\r")))
         report.lines += number
     return report

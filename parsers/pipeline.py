@@ -27,7 +27,7 @@ from .items import Counts, CountTotals, End, Header, Item, LineHit, RuntimeRun
 from .lines import VLLM_LINE_SEARCH
 from .rules import Rule, RuleSet, RuntimeSample
 from .source import Source, SourceError, excerpt_header_end, looks_binary
-from .vllm import BUILTIN_RULES
+from .vllm import BUILTIN_RULES, vllm_own_wording
 
 _BUILTIN: RuleSet | None = None
 
@@ -67,7 +67,8 @@ class Parse:
         self.scanner = scanner_for(rules, options.engine)
         self.header_lines = 0  # an excerpt header ("# ..." up to "# ---") is not log text
         self.header_counts: dict[str, int] = {}  # counted lines inside it
-        self.vllm = False  # whether any line carried vLLM's header
+        self.vllm = False  # whether any line carried vLLM's header, a process prefix or a vllm frame
+        self.worded = False  # whether any line carried one of vLLM's own wordings (message-only text)
         self.total_lines = 0
         self.progress: Callable[[int], None] | None = None
         self._head_seen = False
@@ -137,6 +138,8 @@ class Parse:
             match item:
                 case LineHit(line=line) if line.number <= header:
                     continue  # the excerpt header is not log
+                case LineHit(events=events) if events and not (self.worded or self.vllm):
+                    self.worded = any(map(vllm_own_wording, events))  # message-only text
                 case End(total_lines):
                     self._check_readable()
                     self.total_lines = total_lines
@@ -148,7 +151,7 @@ class Parse:
             self.vllm, source.sha256, source.size = self.child.result
         if source.size == 0:
             raise SourceError(f"{source.display}: is empty")
-        if not self.vllm:
+        if not (self.vllm or self.worded):
             raise SourceError(f"{source.display}: no vLLM log lines found")
 
     def _count_totals(self, boots: list[Boot]) -> CountTotals:

@@ -278,6 +278,12 @@ class HintRule(Rule):
     phase: Phase
 
 
+# A source line a traceback echoes above the exception: "raise ValueError(", or the string
+# literal continuing it ('f"To serve at least one request …"'); facts.md: a failure's line is
+# the one that states it.
+_ECHOED_SOURCE = re.compile(r"""(?:raise\s|f?["'])""")
+
+
 @dataclass(kw_only=True, eq=False)
 class FailureRule(Rule):
     """A failure of kind ``failure``; its figures come from ``extract`` or from ``fields``."""
@@ -286,10 +292,15 @@ class FailureRule(Rule):
     failure: str  # a FailureKind, or a grammar pack's own kind
     phase: Phase | None = None  # a phase the text itself tells
     implies_up: bool = False  # the text tells the engine had been serving
+    # the kind instead when the traceback's frames show the engine had been serving (a wording
+    # printed for start-up and busy-loop exceptions alike)
+    runtime_kind: str | None = None
     fields: Fields = field(default_factory=dict)
     extract: Extractor | None = None
 
     def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        if _ECHOED_SOURCE.match(record):
+            return None  # a traceback's echo of the raising source line: not where it is stated
         if self.extract is not None:
             return self.extract(m, line, record)
         return _field_values(self.fields, m, record) or {}
@@ -374,7 +385,38 @@ def _shape_value(printed: str) -> Any:
         return printed
 
 
-_CUT_END = re.compile(r"[\w,(]$")
+# A physical line after a message-only record that starts a record of its own, not its continuation.
+_NEW_RECORD = re.compile(r"(?:Traceback |File |[\w.]+(?:Error|Exception|Exit)\b)")
+
+
+def _join_wrapped(line: Line, following: list[str]) -> tuple[str, str]:
+    """The record of a line cut by a terminal (mid-word, at a fixed width) or by hand, with its
+    continuation lines (no prefix, wrappers peeled), and the evidence: the physical lines.
+
+    A terminal's continuation goes on while each line ends cut too; a message-only record (no
+    prefix, no header: a quote, a reporter's paste) may have been wrapped by hand at any word,
+    so it goes on to the first blank line or the first line that starts a record of its own."""
+    bare = line.process is None and line.level is None
+    parts: list[str] = []
+    raws: list[str] = []
+    for nxt in following:
+        cont = parse_line(0, nxt)
+        if not cont.message or cont.has_prefix or (bare and _NEW_RECORD.match(cont.message)):
+            break
+        parts.append(cont.message)
+        raws.append(nxt)
+        if not bare and not _cut(cont.message):
+            break
+    if not parts:
+        return line.message, line.raw
+    return line.message + "".join(parts), "\n".join([line.raw, *raws])
+
+
+def _cut(message: str) -> bool:
+    """Whether a record's line ends where a terminal or a hand cut it: in a word, a number, after
+    a comma or an opening parenthesis (a complete record ends in ".", "%", ")" or the like).
+    One character looked at: this runs on every stats line off the fast path."""
+    return bool(message) and (message[-1].isalnum() or message[-1] in "_,(")
 
 
 class RuleSet:
@@ -427,20 +469,14 @@ class RuleSet:
     def match_line(self, line: Line, following: Callable[[], list[str]] | None = None,
                    rules: list[Rule] | None = None) -> list[Event]:
         """Run every rule whose anchor the line holds (or the ``rules`` a scanner found for it);
-        ``following`` gives the next physical lines for records that may be terminal-wrapped."""
+        ``following`` gives the next physical lines (as in the input, a "\\r" kept: they become
+        evidence) for records that may be wrapped."""
         events: list[Event] = []
         for rule in self.rules_for(line.raw) if rules is None else rules:
             record, text = line.message, line.raw
-            if rule.wraps and following is not None and _CUT_END.search(line.message):
-                extra = []
-                for nxt in following():
-                    if not nxt.strip() or parse_line(0, nxt).has_prefix:
-                        break
-                    extra.append(nxt)
-                    if not _CUT_END.search(nxt.rstrip()):
-                        break
-                if extra:
-                    record = line.message + "".join(e.strip() for e in extra)
-                    text = "\n".join([line.raw] + extra)
+            # a stats record off the fast path (wrapped lines) may be hard-wrapped too; the fast
+            # path reads only whole records in their one shape, so it is not slowed by this
+            if (rule.wraps or isinstance(rule, RuntimeRule)) and following is not None and _cut(line.message):
+                record, text = _join_wrapped(line, following())
             events.extend(rule.events(line, record, text))
         return events

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from . import units
@@ -18,6 +19,7 @@ from .lines import Line
 from .rules import (
     Counter,
     CountRule,
+    Event,
     Extractor,
     FactRule,
     FailureRule,
@@ -60,6 +62,52 @@ def _shape(name: str, anchor: str, pattern: str, fields: Fields | None = None,
 
 
 # -- facts --------------------------------------------------------------------------------------
+
+# The post-warm-up suggestion (ref §2.3; INFO in 0.10.2 and 0.26+, DEBUG between): "Free memory on
+# device ({f}/{t} GiB) on startup. Desired GPU memory utilization is ({u}, {r} GiB). Actual usage is
+# {c} GiB for consumed memory (weights + non-torch), {a} GiB for peak activation, and {g} GiB for
+# CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=<int>` (<x> GiB)
+# to fit into requested memory, or `--kv-cache-memory=<int>` (<y> GiB) to fully utilize gpu
+# memory. Current kv cache memory in use is <z> GiB." (0.10.2: "… in use is <int> bytes."; the
+# usage part before 0.27 reads otherwise).  Read piece by piece, in printed order, so a release
+# whose usage part differs still gives the rest.
+_FREE_MEMORY_PIECES: list[tuple[re.Pattern[str], tuple[tuple[str, FactName, str], ...]]] = [
+    (re.compile(rf"Free memory on device \((?P<f>{DEC})/(?P<t>{DEC}) GiB\)"),
+     (("f", FactName.initial_free_memory_bytes, "GiB"), ("t", FactName.total_gpu_memory_bytes, "GiB"))),
+    (re.compile(rf"Desired GPU memory utilization is \({DEC}, (?P<r>{DEC}) GiB\)"),
+     (("r", FactName.requested_memory_bytes, "GiB"),)),
+    (re.compile(rf"(?P<c>{DEC}) GiB for consumed memory"), (("c", FactName.consumed_memory_bytes, "GiB"),)),
+    (re.compile(rf"(?P<a>{DEC}) GiB for peak activation"), (("a", FactName.activation_peak_bytes, "GiB"),)),
+    (re.compile(rf"(?P<g>{DEC}) GiB for CUDAGraph memory"), (("g", FactName.graph_capture_bytes, "GiB"),)),
+    # the exact byte counts, not their rounded GiB
+    (re.compile(r"--kv-cache-memory=(?P<n>\d+)`? \([^)]*\) to fit into requested memory"),
+     (("n", FactName.kv_cache_requested_limit_bytes, ""),)),
+    (re.compile(r"--kv-cache-memory=(?P<n>\d+)`? \([^)]*\) to fully utilize gpu memory"),
+     (("n", FactName.kv_cache_gpu_limit_bytes, ""),)),
+    (re.compile(rf"kv cache memory in use is (?P<z>{DEC}) (?P<u>GiB|bytes)"),
+     (("z", FactName.available_kv_cache_bytes, "u"),)),
+]
+
+
+@dataclass(kw_only=True, eq=False)
+class _FreeMemoryOnDevice(FactRule):
+    """The suggestion line's figures (``_FREE_MEMORY_PIECES``); a unit "" is an exact byte count
+    printed without one, "u" the unit the line printed."""
+
+    def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        values: dict[str, Any] = {}
+        for rx, fields in _FREE_MEMORY_PIECES:
+            piece = rx.search(record)
+            if piece is None:
+                continue
+            for group, name, unit in fields:
+                printed = piece.group(group)
+                if unit == "":
+                    values[name] = units.Quantity(int(printed), "bytes", None, printed)
+                else:
+                    values[name] = units.quantity(printed, piece.group("u") if unit == "u" else unit)
+        return values or None
+
 
 FACT_RULES = [
     # V1 0.9.1-0.13 "Available KV cache memory: %.2f GiB"; 0.14+ "%s GiB" via format_gib (ref §2.3)
@@ -134,7 +182,11 @@ FACT_RULES = [
           rf"Graph capturing finished in (?P<s>{DEC}) secs(?:, took (?P<b>{DEC}) GiB)?",
           {"s": (FactName.graph_capture_seconds, "s"), "b": (FactName.graph_capture_bytes, "GiB")}),
     # 0.6.5-0.17.1 "torch.compile takes %.2f s in total"; 0.18+ "took"; 0.32+ optional "[tag] "
-    _fact("torch_compile", "torch.compile t", rf"torch\.compile (?:takes|took) (?P<s>{DEC}) s in total",
+    _fact("torch_compile", "torch.compile ", rf"torch\.compile (?:takes|took) (?P<s>{DEC}) s in total",
+          {"s": (FactName.torch_compile_seconds, "s")}),
+    # newest (Sep 2026 main): "torch.compile and initial profiling/warmup run together took %.2f s in total"
+    _fact("torch_compile_with_warmup", "torch.compile ",
+          rf"torch\.compile and initial profiling/warmup run together took (?P<s>{DEC}) s in total",
           {"s": (FactName.torch_compile_seconds, "s")}),
     # 0.6.5-0.19 "init engine (profile, create kv cache, warmup model) took %.2f seconds";
     # 0.20+ "… took %.2f s" with optional compilation breakdown
@@ -146,6 +198,18 @@ FACT_RULES = [
     # 0.18+ "Estimated CUDA graph memory: %.2f GiB total"
     _fact("cudagraph_estimate", "Estimated CUDA graph memory: ",
           rf"Estimated CUDA graph memory: (?P<b>{DEC}) GiB", {"b": (FactName.estimated_cuda_graph_bytes, "GiB")}),
+    # 0.28+ (not in ref; from the line): "CUDA graph pool memory: %s GiB (actual), %s GiB (estimated),
+    # difference: %s GiB (%.1f%%)." — actual is what the graphs took; the difference is derived
+    _fact("cudagraph_pool", "CUDA graph pool memory: ",
+          rf"CUDA graph pool memory: (?P<a>{DEC}) GiB \(actual\), (?P<e>{DEC}) GiB \(estimated\)",
+          {"a": (FactName.graph_capture_bytes, "GiB"), "e": (FactName.estimated_cuda_graph_bytes, "GiB")}),
+    # XPU (llm-scaler 0.14; not in ref): "Peak XPU memory after loading weights: peak=%s GiB,
+    # current=%s GiB"; the single-figure form read as the peak
+    _fact("load_peak_memory", "memory after loading weights: ",
+          rf"Peak (?:[A-Z]+ )?memory after loading weights: (?:peak=)?(?P<p>{DEC}) GiB(?:, current=(?P<c>{DEC}) GiB)?",
+          {"p": (FactName.load_peak_memory_bytes, "GiB"), "c": (FactName.load_end_memory_bytes, "GiB")}),
+    _FreeMemoryOnDevice(name="free_memory_on_device", anchor="Free memory on device (",
+                        pattern=r"Free memory on device \("),
 ]
 
 # -- shape knobs printed outside the dumps --------------------------------------------------------
@@ -155,6 +219,9 @@ SHAPE_LOG_RULES = [
          rf"gpu_memory_utilization \((?P<u>{DEC})\)", fields={"u": ("gpu_memory_utilization", None)}),
     _shape("v0_064_profile_util", "Memory profiling results: ",
          rf"gpu_memory_utilization=(?P<u>{DEC})", fields={"u": ("gpu_memory_utilization", None)}),
+    # the post-warm-up suggestion (ref §2.3): "Desired GPU memory utilization is ({u}, {r} GiB)"
+    _shape("free_memory_util", "Free memory on device (",
+           rf"Desired GPU memory utilization is \((?P<u>{DEC}),", fields={"u": ("gpu_memory_utilization", None)}),
     # "Chunked prefill is enabled with max_num_batched_tokens=%d."
     _shape("chunked_prefill", "Chunked prefill is enabled with max_num_batched_tokens=",
          rf"max_num_batched_tokens=(?P<n>{NUM})", fields={"n": ("max_num_batched_tokens", None)}),
@@ -256,6 +323,8 @@ MARKER_RULES = [
     _marker("engine_init_start", "LLM engine", Marker.start_engine, _ENGINE_INIT),
     _marker("load_start", "Starting to load model ", Marker.progress_load),
     _marker("load_shards", "Loading safetensors checkpoint shards", Marker.progress_load),
+    # Model Runner V2 (not in ref): "Loading model from scratch..." opens the load
+    _marker("load_start_mrv2", "Loading model from scratch", Marker.progress_load),
     _marker("load_done_v0", "Loading model weights took ", Marker.progress_loaded),
     _marker("load_done_v1", "Model loading took ", Marker.progress_loaded),
     _marker("profiled_v1", "Available KV cache memory: ", Marker.progress_profiled),
@@ -285,7 +354,9 @@ _HINTS = {
                  "initialize_cache"),
     Phase.graph_capture: ("capture_model", "_capture_cudagraphs", "_warm_up_model",
                       "compile_or_warm_up_model"),
-    Phase.runtime: ("output_handler",),
+    # serving: the engine had come up (facts.md "Boot outcome"); a start-up frame in the same
+    # traceback wins (V0's profile_run calls execute_model)
+    Phase.runtime: ("output_handler", "generate", "step", "execute_model", "run_busy_loop"),
 }
 HINT_RULES = [
     HintRule(name=f"frame_{func}", anchor=f", in {func}", pattern=rf", in {re.escape(func)}$", phase=phase)
@@ -333,7 +404,8 @@ def _oom(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
 
 _KV_TOO_SMALL_FIGURES = [
     (re.compile(r"max seq len \((?P<v>\d+)\)"), FailureFigure.max_model_len),
-    (re.compile(rf"\((?P<v>{DEC} Gi?B) KV cache is needed"), FailureFigure.needed_bytes),
+    # the "(" goes missing where a reporter wrapped the message by hand before the figure
+    (re.compile(rf"(?:\(|\b)(?P<v>{DEC} Gi?B) KV cache is needed"), FailureFigure.needed_bytes),
     (re.compile(rf"available KV cache memory \((?P<v>{DEC} Gi?B)\)"), FailureFigure.available_bytes),
     (re.compile(r"estimated maximum model length is (?P<v>\d+)\."), FailureFigure.estimated_max_model_len),
     # V0: "… that can be stored in KV cache ({max_seq_len})"
@@ -353,11 +425,11 @@ def _message(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
 
 def _failure(name: str, anchor: str, kind: FailureKind, pattern: str | None = None, *,
              extract: Extractor | None = None, phase: Phase | None = None, wraps: bool = False,
-             implies_up: bool = False) -> FailureRule:
+             implies_up: bool = False, runtime_kind: FailureKind | None = None) -> FailureRule:
     if extract is None and pattern and "(?P<m>" in pattern:
         extract = _message
     return FailureRule(name=name, anchor=anchor, pattern=pattern, failure=kind, extract=extract, phase=phase,
-                       wraps=wraps, implies_up=implies_up)
+                       wraps=wraps, implies_up=implies_up, runtime_kind=runtime_kind)
 
 
 FAILURE_RULES = [
@@ -415,7 +487,36 @@ FAILURE_RULES = [
     _failure("engine_dead_error", "EngineDeadError", FailureKind.engine_dead, r"EngineDeadError\b", implies_up=True),
     _failure("engine_fatal", "EngineCore encountered a fatal error", FailureKind.engine_dead, implies_up=True),
     _failure("output_handler", "AsyncLLM output_handler failed", FailureKind.engine_dead, implies_up=True),
-    _failure("mq_engine_dead", "MQLLMEngine", FailureKind.engine_dead, r"MQLLMEngine\b.*\bdead\b"),
+    _failure("mq_engine_dead", "MQLLMEngine", FailureKind.engine_dead, r"MQLLMEngine\b.*\bdead\b", implies_up=True),
+    # V1 0.8.3-0.8.4 core.py (not in ref): "EngineCore hit an exception: %s" with the traceback as
+    # its argument, for start-up and busy-loop exceptions alike: the frames tell which (a busy-loop
+    # frame makes it the engine's death at runtime)
+    _failure("engine_core_hit_exception", "EngineCore hit an exception", FailureKind.engine_init_failed,
+             runtime_kind=FailureKind.engine_dead),
+    # V0 multiproc_worker_utils.py (not in ref): "Exception in worker %s while processing method
+    # %s." — the method tells the step: a start-up one (init_device, load_model, ...), or serving
+    *[_failure(f"worker_method_{phase}", "while processing method ", FailureKind.engine_init_failed,
+               rf"^Exception in worker \S+ while processing method (?:{'|'.join(funcs)})\b", phase=phase)
+      for phase, funcs in _HINTS.items() if phase != Phase.runtime],
+    _failure("worker_method_runtime", "while processing method ", FailureKind.engine_dead,
+             rf"^Exception in worker \S+ while processing method (?:{'|'.join(_HINTS[Phase.runtime])})\b",
+             phase=Phase.runtime, implies_up=True),
+    _failure("worker_method_other", "while processing method ", FailureKind.engine_init_failed,
+             rf"^Exception in worker \S+ while processing method (?!(?:{'|'.join(f for fs in _HINTS.values() for f in fs)})\b)"),
+    # V1 ~0.7-0.8.4 (not in ref): multiproc_executor.py "MulitprocExecutor got fatal signal from
+    # worker processes, shutting down. See stack trace above for root cause issue." (sic) and
+    # core_client.py "Got fatal signal from worker processes, shutting down. …"
+    _failure("executor_fatal_signal", "fatal signal from worker processes", FailureKind.worker_died,
+             r"Mul(?:ti|it)procExecutor got fatal signal from worker processes"),
+    _failure("core_client_fatal_signal", "fatal signal from worker processes", FailureKind.engine_dead,
+             r"^Got fatal signal from worker processes"),
+    # abseil's failure-signal handler (Ray workers install it; not vLLM's): "*** SIGSEGV received
+    # at time=%d on cpu %d ***" (SIGABRT, SIGBUS, SIGFPE, SIGILL alike): the worker died
+    _failure("worker_signal", " received at time=", FailureKind.worker_died,
+             r"\*\*\* SIG[A-Z]+ received at time=\d+"),
+    # the ROCm/HSA runtime (not vLLM's): "HW Exception by GPU node-%d (Agent handle: 0x%x) reason :%s"
+    _failure("rocm_hw_exception", "HW Exception by GPU node-", FailureKind.cuda_error,
+             r"^HW Exception by GPU node-\d+ \(Agent handle: 0x[0-9a-f]+\) reason :(?P<m>.+)$"),
     # "CUDA error: an illegal memory access was encountered" and friends; custom all-reduce's
     # "Failed: Cuda error %s:%d '%s'"
     _failure("cuda_error", "CUDA error: ", FailureKind.cuda_error, r"CUDA error: (?P<m>.+)$"),
@@ -582,9 +683,33 @@ RUNTIME_RULES: list[Rule] = [
     # "Request %s failed (engine dead)." (V1): requests were in flight, so the engine was serving
     MarkerRule(name="request_failed", anchor="failed (engine dead)", pattern=r"^Request \S+ failed \(engine dead\)",
                marker=Marker.serving, implies_up=True),
+    # serving_chat.py's logger.exception("Error in chat completion stream generator.") (not in
+    # ref): an error inside a request, so the engine had come up (facts.md "Boot outcome")
+    MarkerRule(name="request_error", anchor="Error in chat completion stream generator",
+               marker=Marker.serving, implies_up=True),
 ]
 
 BUILTIN_RULES: list[Rule] = (
     [*FACT_RULES, *SHAPE_LOG_RULES, *DUMP_RULES, *META_RULES, *MARKER_RULES, *HINT_RULES, *FAILURE_RULES,
      *RUNTIME_RULES]
 )
+
+# Failure wordings other programs print too (torch, pydantic, the ROCm runtime, abseil's signal
+# handler): read in a vLLM log, but they do not make a file one.
+_SHARED_WORDINGS = frozenset({
+    "oom", "cuda_error", "cuda_error_custom_ar", "pydantic_validation", "pydantic_value_error",
+    "worker_signal", "rocm_hw_exception",
+})
+_OWN_RULES = frozenset(id(r) for r in BUILTIN_RULES if r.name not in _SHARED_WORDINGS)
+
+
+def vllm_own_wording(event: Event) -> bool:
+    """Whether an event was read from one of vLLM's own wordings — a fact, a failure or a
+    start-up line of the built-in grammar — which makes message-only text (no prefix, no
+    header: a quote, a notebook paste) a vLLM log."""
+    rule = event.rule
+    if id(rule) not in _OWN_RULES:
+        return False
+    if isinstance(rule, MarkerRule):
+        return rule.marker in (Marker.start_banner, Marker.start_args, Marker.start_engine)
+    return isinstance(rule, (FactRule, FailureRule, ShapeRule))

@@ -41,6 +41,11 @@ class FactName(StrEnum):
     memory_profiling_seconds = "memory_profiling_seconds"
     initial_free_memory_bytes = "initial_free_memory_bytes"
     estimated_cuda_graph_bytes = "estimated_cuda_graph_bytes"
+    consumed_memory_bytes = "consumed_memory_bytes"
+    kv_cache_requested_limit_bytes = "kv_cache_requested_limit_bytes"
+    kv_cache_gpu_limit_bytes = "kv_cache_gpu_limit_bytes"
+    load_peak_memory_bytes = "load_peak_memory_bytes"
+    load_end_memory_bytes = "load_end_memory_bytes"
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,8 @@ _FACTS = [
     FactSpec(FactName.graph_capture_bytes, "bytes", "max", "memory taken by CUDA graphs"),
     FactSpec(FactName.torch_compile_seconds, "s", "max", "torch.compile time in total"),
     FactSpec(FactName.init_engine_seconds, "s", "max", "profile + KV cache + warm-up time"),
-    FactSpec(FactName.total_gpu_memory_bytes, "bytes", "min", "GPU memory the V0 profiler saw"),
+    FactSpec(FactName.total_gpu_memory_bytes, "bytes", "min",
+             "the device's total memory (V0 profiler; V1 'Free memory on device (F/T GiB)')"),
     FactSpec(FactName.max_model_len, "tokens", "last", "the model length the engine serves"),
     # extensions: printed by vLLM, useful for budgets, not (yet) in facts.md
     FactSpec(FactName.requested_memory_bytes, "bytes", "min",
@@ -79,9 +85,21 @@ _FACTS = [
              "PyTorch activation peak (V0 profiler)", extension=True),
     FactSpec(FactName.memory_profiling_seconds, "s", "max", "memory profiling time (V0)", extension=True),
     FactSpec(FactName.initial_free_memory_bytes, "bytes", "min",
-             "free memory at start-up when kv_cache_memory_bytes is set", extension=True),
+             "free device memory at start-up (the init snapshot)", extension=True),
     FactSpec(FactName.estimated_cuda_graph_bytes, "bytes", "max",
              "CUDA graph memory the profiler estimated (0.18+)", extension=True),
+    FactSpec(FactName.consumed_memory_bytes, "bytes", "max",
+             "weights + non-torch memory after warm-up ('Actual usage is C GiB for consumed memory')",
+             extension=True),
+    FactSpec(FactName.kv_cache_requested_limit_bytes, "bytes", "min",
+             "the --kv-cache-memory that fits the requested memory (vLLM's suggestion, exact bytes)",
+             extension=True),
+    FactSpec(FactName.kv_cache_gpu_limit_bytes, "bytes", "min",
+             "the --kv-cache-memory that fills the device (vLLM's suggestion, exact bytes)", extension=True),
+    FactSpec(FactName.load_peak_memory_bytes, "bytes", "max",
+             "peak device memory allocated while the weights loaded (per rank)", extension=True),
+    FactSpec(FactName.load_end_memory_bytes, "bytes", "max",
+             "device memory allocated when weight loading ended (per rank)", extension=True),
 ]
 
 FACTS: dict[str, FactSpec] = {f.name: f for f in _FACTS}

@@ -31,7 +31,7 @@ def reference_boots(path: Path, rules: parsers.RuleSet, year: int) -> list[parse
         line = parse_line(number, raw)
 
         def following(number: int = number) -> list[str]:
-            return [x.rstrip("\r") for x in lines[number:number + 3]]
+            return lines[number:number + 3]
 
         asm.consume(LineHit(line, rules.match_line(line, following), counts))
     asm.consume(End(len(lines)))

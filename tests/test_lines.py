@@ -1,7 +1,9 @@
 """The line model: colour, paste wrappers, process prefixes and vLLM's header come off; the
 message is what is left."""
 
-from parsers.lines import parse_line
+from conftest import REAL
+
+from parsers.lines import parse_line, rank_of
 
 V1 = "(Worker_TP1 pid=147) INFO 05-14 00:04:17 [gpu_worker.py:460] Available KV cache memory: 15.72 GiB"
 
@@ -86,7 +88,8 @@ def test_rank_from_every_worker_prefix_generation():
         "(VllmWorker TP1 pid=3) x": 1,
         "(VllmWorker PP0_TP1 pid=3) x": 1,
         "(Worker_TP2_EP2 pid=2709392) x": 2,
-        "(Worker_DP0_PP1_TP3_EP0 pid=9) x": 3,
+        # EP named: its index (issue 12's rule, facts.md "rank"; was the TP index, 3, before it)
+        "(Worker_DP0_PP1_TP3_EP0 pid=9) x": 0,
         "(Worker pid=9) x": None,
         "(EngineCore_DP0 pid=9) x": None,
         "(VllmWorkerProcess pid=9) x": None,
@@ -116,3 +119,103 @@ def test_a_paste_that_lost_the_opening_parenthesis():
     line = parse_line(1, "RayWorkerWrapper pid=1861983) INFO 03-27 10:29:03 [model_runner.py:1442] Capturing cudagraphs")
     assert line.process == "RayWorkerWrapper"
     assert line.message == "Capturing cudagraphs"
+
+
+def _real_line(prefix: str, number: int) -> str:
+    log = next(REAL.glob(f"{prefix}_*.log"))
+    return log.read_text(encoding="utf-8").splitlines()[number - 1]
+
+
+def test_rank_of_a_pipeline_parallel_worker():
+    assert rank_of("Worker_PP2") == 2
+
+
+def test_rank_of_a_data_and_expert_parallel_worker_is_its_ep_index():
+    assert rank_of("Worker_DP6_EP6") == 6
+
+
+def test_rank_of_a_worker_naming_tp_and_ep_is_the_ep_index():
+    assert rank_of("Worker_DP0_TP3_EP3") == 3
+    assert rank_of("Worker_DP1_TP1_EP3") == 3  # 205: "[EP Rank 3/4]" on that worker's own line
+
+
+def test_rank_of_a_worker_naming_context_parallel_groups():
+    assert rank_of("Worker_PCP1") == 1
+    assert rank_of("Worker_DCP3") == 3
+    assert rank_of("Worker_PP1_TP2_DCP1") == 1  # DCP is printed inside TP: the innermost named
+
+
+def test_rank_of_a_data_parallel_worker_without_inner_groups():
+    assert rank_of("Worker_DP5") == 5
+
+
+def test_engine_wide_processes_have_no_rank():
+    for name in ("EngineCore", "EngineCore_0", "EngineCore_DP1", "APIServer", "ApiServer_0",
+                 "APIServer_DPRank_1", "DPSupervisor", "MainProcess"):
+        assert rank_of(name) is None, name
+
+
+def test_ray_worker_prefix_keeps_its_name_and_has_no_rank():
+    line = parse_line(1, "(RayWorkerWrapper pid=233, ip=10.20.1.125) INFO 11-12 11:11:40 [a.py:1] hi")
+    assert (line.process, line.pid, line.rank, line.message) == ("RayWorkerWrapper", 233, None, "hi")
+
+
+def test_nested_prefix_gives_the_innermost_process_and_its_rank():
+    line = parse_line(11, _real_line("205", 11))
+    assert (line.process, line.pid, line.rank) == ("Worker_DP1_TP1_EP3", 113015, 3)
+    assert (line.level, line.timestamp) == ("INFO", "11-06 16:15:01")
+    assert line.message.startswith("[EP Rank 3/4] Expert parallelism is enabled.")
+
+
+def test_nested_prefix_on_a_line_without_header():
+    line = parse_line(35, _real_line("208", 35))
+    assert (line.process, line.pid, line.rank) == ("RayWorkerWrapper", 233, None)
+    assert line.message.startswith("*** SIGSEGV received at time=1762945937 on cpu 6 ***")
+
+
+def test_quote_bars_are_a_wrapper():
+    line = parse_line(12, _real_line("204", 12))
+    assert line.message == "Available KV cache memory: 22.5 GiB"
+    assert (line.process, line.rank, line.level) == (None, None, None)
+
+
+def test_a_lone_quote_bar_is_an_empty_line():
+    assert parse_line(11, _real_line("204", 11)).message == ""
+
+
+def test_ci_timestamp_wrapper_gives_the_year_and_keeps_the_rank():
+    line = parse_line(11, _real_line("223", 11))
+    assert (line.year, line.process, line.rank, line.level) == (2025, "Worker_TP0", 0, "ERROR")
+
+
+def test_ci_tag_wrapper_in_front_of_a_prefixed_record():
+    line = parse_line(1, "[vllm-server] (Worker_PP1 pid=5) INFO 06-01 10:00:00 [gpu_worker.py:1] "
+                         "Available KV cache memory: 3.00 GiB")
+    assert (line.process, line.rank) == ("Worker_PP1", 1)
+    assert line.message == "Available KV cache memory: 3.00 GiB"
+
+
+def test_failure_line_keeps_its_rank_behind_a_ci_tag():
+    line = parse_line(1, "[vllm] (Worker_DP1_EP3 pid=5) torch.OutOfMemoryError: CUDA out of memory. "
+                         "Tried to allocate 2.00 GiB.")
+    assert (line.process, line.pid, line.rank) == ("Worker_DP1_EP3", 5, 3)
+    assert line.message.startswith("torch.OutOfMemoryError: CUDA out of memory.")
+
+
+def test_failure_line_keeps_its_rank_behind_compose_and_kubectl_wrappers():
+    compose = parse_line(1, "vllm-1  | (Worker_DP6_EP6 pid=9) torch.OutOfMemoryError: CUDA out of memory.")
+    kubectl = parse_line(1, "[pod/vllm-0/vllm] (Worker_PP2 pid=9) torch.OutOfMemoryError: CUDA out of memory.")
+    assert (compose.process, compose.rank) == ("Worker_DP6_EP6", 6)
+    assert (kubectl.process, kubectl.rank) == ("Worker_PP2", 2)
+
+
+def test_failure_line_keeps_its_rank_behind_an_unknown_wrapper():
+    line = parse_line(1, "node-3 stderr: (Worker_DP0_TP3_EP3 pid=9) torch.OutOfMemoryError: CUDA out of memory.")
+    assert (line.process, line.rank) == ("Worker_DP0_TP3_EP3", 3)
+    assert line.message == "torch.OutOfMemoryError: CUDA out of memory."
+
+
+def test_a_process_named_inside_a_message_is_not_a_prefix():
+    line = parse_line(1, "ValueError: worker(x pid=3) is gone")
+    assert line.process is None
+    assert line.message == "ValueError: worker(x pid=3) is gone"

@@ -48,6 +48,21 @@ CASES = [
     ("Graph capturing finished in 7 secs, took 0.95 GiB", {"graph_capture_seconds": 7.0, "graph_capture_bytes": round(0.95 * G)}),
     ("torch.compile takes 14.45 s in total", {"torch_compile_seconds": 14.45}),
     ("[backbone] torch.compile took 1.61 s in total", {"torch_compile_seconds": 1.61}),
+    ("torch.compile and initial profiling/warmup run together took 37.21 s in total", {"torch_compile_seconds": 37.21}),
+    ("CUDA graph pool memory: 0.22 GiB (actual), 0.42 GiB (estimated), difference: 0.2 GiB (91.2%).",
+     {"graph_capture_bytes": round(0.22 * G), "estimated_cuda_graph_bytes": round(0.42 * G)}),
+    ("Free memory on device (46.99/47.37 GiB) on startup. Desired GPU memory utilization is (0.85, 40.27 GiB). "
+     "Actual usage is 2.81 GiB for consumed memory (weights + non-torch), 0.57 GiB for peak activation, and 0.22 "
+     "GiB for CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=39207879578` (36.52 "
+     "GiB) to fit into requested memory, or `--kv-cache-memory=46423534080` (43.24 GiB) to fully utilize gpu "
+     "memory. Current kv cache memory in use is 36.88 GiB.",
+     {"initial_free_memory_bytes": round(46.99 * G), "total_gpu_memory_bytes": round(47.37 * G),
+      "requested_memory_bytes": round(40.27 * G), "consumed_memory_bytes": round(2.81 * G),
+      "activation_peak_bytes": round(0.57 * G), "graph_capture_bytes": round(0.22 * G),
+      "kv_cache_requested_limit_bytes": 39207879578, "kv_cache_gpu_limit_bytes": 46423534080,
+      "available_kv_cache_bytes": round(36.88 * G)}),
+    ("Peak XPU memory after loading weights: peak=7.82 GiB, current=7.58 GiB",
+     {"load_peak_memory_bytes": round(7.82 * G), "load_end_memory_bytes": round(7.58 * G)}),
     ("init engine (profile, create kv cache, warmup model) took 2.60 seconds", {"init_engine_seconds": 2.6}),
     ("init engine (profile, create kv cache, warmup model) took 98.43 s (compilation: 24.61 s — language_model: "
      "20.00 s, encoder: 4.61 s)", {"init_engine_seconds": 98.43}),
@@ -94,6 +109,14 @@ def test_engine_version_wordings(message, version, commit):
     ("AssertionError: tensor parallel size 2 must be greater than total num kv heads 2 when enable decode context "
      "parallel for GQA/MQA", "config_error"),
     ("RuntimeError: CUDA error: an illegal memory access was encountered", "cuda_error"),
+    ("EngineCore hit an exception: Traceback (most recent call last):", "engine_init_failed"),
+    ("Exception in worker VllmWorkerProcess while processing method load_model.", "engine_init_failed"),
+    ("Exception in worker VllmWorkerProcess while processing method init_device.", "engine_init_failed"),
+    ("Exception in worker VllmWorkerProcess while processing method execute_model.", "engine_dead"),
+    ("MulitprocExecutor got fatal signal from worker processes, shutting down. See stack trace above for root "
+     "cause issue.", "worker_died"),
+    ("Got fatal signal from worker processes, shutting down. See stack trace above for root cause issue.",
+     "engine_dead"),
 ])
 def test_failure_wordings(message, kind):
     boot = parsers.parse_text(HDR + message + "\n", year=2026)[0]

@@ -72,7 +72,7 @@ def line_hits(items: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
         line.offset = hit.offset
 
         def lazy(hit: Hit = hit) -> list[str]:
-            return [f.decode("utf-8", errors="replace").rstrip("\r") for f in hit.following()]
+            return [f.decode("utf-8", errors="replace") for f in hit.following()]
 
         rules_here: list[Rule]
         if len(hit.anchors) == 1:
