@@ -3,7 +3,7 @@
 From a model's geometry, the parallel sizes, the block size, the per-GPU budget and
 ``max_model_len`` it returns the block count, the "GPU KV cache size" tokens and the
 "Maximum concurrency" figure exactly as the given engine release prints them
-(``../shared/reference/vllm-log-lines.md`` §3):
+(``docs/vllm-log-lines.md`` §3):
 
 * page per layer = block_size × kv_heads_per_rank × (head_k + head_v) × dtype_bytes
   (MLA: one latent head, no separate V); kv_heads_per_rank = max(1, heads // tp);
