@@ -132,7 +132,7 @@ class SampleSpool:
                          + ", ".join(c if c in mine else f"NULL AS {c}" for c in SERIES_COLUMNS) + f" FROM {table}")
         return " UNION ALL ".join(parts) + " ORDER BY seq"
 
-    def batches(self):
+    def batches(self) -> Iterator[list[tuple[Any, ...]]]:
         """Every row as (kind, line, stamp, engine, *series, per-position), in the order the
         samples came in, a list at a time; each call reads from the start (a retried transaction)."""
         def wide(kind: str) -> Iterator[tuple[int, tuple]]:
