@@ -30,7 +30,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB) of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
-    done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    done = subprocess.run(cmd, env=env, capture_output=True)
     wall = time.perf_counter() - t
     if done.returncode not in (0, 1):
         sys.exit(f"{cmd[0]} failed: {done.stderr.decode()[-500:]}")

@@ -3,7 +3,7 @@
 From a model's geometry, the parallel sizes, the block size, the per-GPU budget and
 ``max_model_len`` it returns the block count, the "GPU KV cache size" tokens and the
 "Maximum concurrency" figure exactly as the given engine release prints them
-(``../shared/reference/vllm-log-lines.md`` §3):
+(``docs/vllm-log-lines.md`` §3):
 
 * page per layer = block_size × kv_heads_per_rank × (head_k + head_v) × dtype_bytes
   (MLA: one latent head, no separate V); kv_heads_per_rank = max(1, heads // tp);
@@ -81,20 +81,24 @@ class Allocation:
 
 def from_hf_config(config: dict[str, Any] | str | Path) -> Geometry:
     """Geometry from a Hugging Face config.json (text_config for multimodal models)."""
-    if not isinstance(config, dict):
+    if isinstance(config, dict):
+        data = config
+    else:
         try:
-            config = json.loads(Path(config).read_text())
+            data = json.loads(Path(config).read_text())
         except FileNotFoundError:
             raise AllocatorError(f"{config}: no such config.json") from None
         except (OSError, json.JSONDecodeError) as exc:
             raise AllocatorError(f"{config}: not a readable config.json ({exc})") from None
-    cfg = config.get("text_config") or config
+        if not isinstance(data, dict):
+            raise AllocatorError(f"{config}: not a config.json (no JSON object)")
+    cfg = data.get("text_config") or data
     try:
         layers = int(cfg["num_hidden_layers"])
         heads = int(cfg["num_attention_heads"])
     except (KeyError, TypeError, ValueError):
         raise AllocatorError("config.json lacks num_hidden_layers / num_attention_heads") from None
-    model_dtype = str(cfg.get("torch_dtype") or config.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+    model_dtype = str(cfg.get("torch_dtype") or data.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
     if cfg.get("kv_lora_rank"):  # DeepSeek-style MLA: one latent head, no separate V
         return Geometry(layers, 1, int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim", 0)), 0, True,
                         model_dtype=model_dtype)

@@ -11,12 +11,15 @@ import json
 import re
 import sys
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import __version__
 from .errors import LedgerError
+
+if TYPE_CHECKING:
+    from .db.connect import Mode
 
 DB_HELP = "Ledger file or SQLAlchemy URL (env LEDGER_DB; default ~/.local/share/ledger/ledger.db)."
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -34,7 +37,7 @@ def _db(db: str | None) -> str | None:
     return ctx.find_root().params.get("db") if ctx else None
 
 
-def _open(db: str | None, mode: str):
+def _open(db: str | None, mode: Mode):
     from .db.connect import connect
 
     ledger = connect(_db(db), mode=mode)
@@ -48,7 +51,7 @@ def _say_upgraded(backup: Any) -> None:
 
 
 @contextmanager
-def _opened(db: str | None, mode: str):
+def _opened(db: str | None, mode: Mode):
     ledger = _open(db, mode)
     try:
         yield ledger

@@ -43,9 +43,9 @@ def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> Diff
     with ledger.Session() as s:
         a, b = resolve_boot(s, a_ref), resolve_boot(s, b_ref)
         sums = boot_summaries(s, [a.id, b.id])
-        sides = [Side(x.id, deploy_name(x.deploy), x.engine_version, x.outcome,
-                      f"{x.source_path}:{x.first_line}-{x.last_line}") for x in (a, b)]
-        result = DiffResult(*sides)
+        side_a, side_b = (Side(x.id, deploy_name(x.deploy), x.engine_version, x.outcome,
+                               f"{x.source_path}:{x.first_line}-{x.last_line}") for x in (a, b))
+        result = DiffResult(side_a, side_b)
         sa = {sh.key: json.loads(sh.value) for sh in a.shape}
         sb = {sh.key: json.loads(sh.value) for sh in b.shape}
         for key in sorted(set(sa) | set(sb)):
@@ -56,7 +56,8 @@ def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> Diff
         names = list(dict.fromkeys(list(fa) + list(fb)))
         for name in names:
             x, y = fa.get(name), fb.get(name)
-            unit = (x or y).unit
+            either = x or fb[name]  # the name is a fact of one side at least
+            unit = either.unit
             va = export_value(x.value, unit) if x else None
             vb = export_value(y.value, unit) if y else None
             change = pct = None
@@ -65,7 +66,7 @@ def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> Diff
                 pct = round((vb - va) / va * 100, 2) if va else None
             if change == 0 and not show_all:
                 continue
-            pack = (x or y).pack
+            pack = either.pack
             result.facts.append({"name": name, "unit": unit, "a": va, "b": vb, "change": change,
                                  "change_pct": pct, "pack": pack})
         ka = sorted(f"{f.kind}/{f.phase}" for f in a.failures)

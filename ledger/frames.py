@@ -1,7 +1,14 @@
-"""The ledger as pandas DataFrames, for notebooks (``import ledger.frames as lf``).
+"""The ledger as pandas DataFrames, for notebooks (``import ledger.frames as lf``).  Each function
+takes the ledger (a path, a URL or an open ``Ledger``; by default the one ``$LEDGER_DB`` names,
+else ``~/.local/share/ledger/ledger.db``).  On the ledger the README's quick start fills:
 
-    >>> facts = lf.facts("~/.local/share/ledger/ledger.db")
-    >>> facts.pivot_table(index="boot_id", columns="name", values="value", aggfunc="min")
+    >>> import ledger.frames as lf
+    >>> facts = lf.facts()
+    >>> wide = facts.pivot_table(index="boot_id", columns="name", values="value", aggfunc="min")
+    >>> wide.loc[15, ["kv_cache_tokens", "max_concurrency"]].to_dict()
+    {'kv_cache_tokens': 198784.0, 'max_concurrency': 24.27}
+    >>> lf.boots().outcome.value_counts().to_dict()
+    {'incomplete': 35, 'failed': 15, 'ready': 12, 'crashed': 5}
 
 pandas is imported here only; the CLI never imports this module.
 """

@@ -9,7 +9,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import false, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from parsers.units import format_bytes
@@ -61,8 +61,8 @@ def resolve_deploys(session: Session, ref: str) -> list[m.Deploy]:
     q = select(m.Deploy).where(
         or_(
             m.Deploy.label == ref,
-            m.Deploy.commit_sha.startswith(ref, autoescape=True) if len(ref) >= 4 else False,
-            m.Deploy.image_digest.startswith(digest, autoescape=True) if len(ref) >= 4 else False,
+            m.Deploy.commit_sha.startswith(ref, autoescape=True) if len(ref) >= 4 else false(),
+            m.Deploy.image_digest.startswith(digest, autoescape=True) if len(ref) >= 4 else false(),
         )
     )
     found = list(session.execute(q).scalars())
@@ -105,7 +105,8 @@ def boot_summaries(session: Session, boot_ids: list[int]) -> dict[int, dict[str,
     for chunk in _chunks(boot_ids, 500):
         for f in session.execute(select(m.Fact).where(m.Fact.boot_id.in_(chunk))).scalars():
             by_boot[f.boot_id][f.name].append(f)
-    return {bid: {name: summarize(name, facts) for name, facts in names.items()}
+    # every list holds a fact, so every name has its summary
+    return {bid: {name: summary for name, facts in names.items() if (summary := summarize(name, facts)) is not None}
             for bid, names in by_boot.items()}
 
 

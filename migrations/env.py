@@ -31,6 +31,8 @@ if connection is not None:
     _run(connection)
 else:
     url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise SystemExit("alembic: name the ledger with -x url=sqlite:///path/to/ledger.db")
     engine = create_engine(url)
     with engine.begin() as conn:
         _run(conn)

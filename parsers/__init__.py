@@ -1,10 +1,16 @@
 """Pure log parsing for ledger: vLLM log text in, ``Boot`` records out.
 
-No database, no pandas, no click: ``parsers.parse_file(path) -> list[Boot]`` works alone.
+No database, no pandas, no click: ``parsers.parse_file(path) -> list[Boot]`` works alone
+(from the repository's folder, on one of its real fixtures):
 
     >>> import parsers
-    >>> boots = parsers.parse_file("boot.log")  # doctest: +SKIP
-    >>> boots[0].summary("kv_cache_tokens").value  # doctest: +SKIP
+    >>> boots = parsers.parse_file("fixtures/real/018_v1-0.8.5-compose-qwen3-tp2-capture-crash.log")
+    >>> [(boot.outcome, boot.first_line, boot.last_line) for boot in boots]
+    [(<Outcome.failed: 'failed'>, 11, 19)]
+    >>> boots[0].summary("kv_cache_tokens").value
+    198784
+    >>> [f"{failure.kind}@{failure.phase}" for failure in boots[0].failures]
+    ['worker_died@graph_capture']
 
 This module only names the public API; each name loads its module on first use, so
 ``import parsers.units`` (say) loads nothing else.  The modules, from bytes to boots:

@@ -114,3 +114,10 @@ def test_from_hf_config():
 def test_a_hybrid_model_without_its_mamba_page_is_refused():
     with pytest.raises(AllocatorError, match="mamba page"):
         allocate(Geometry(attn_layers=1, num_kv_heads=2, head_size=256, mamba_layers=3), GiB, 4096)
+
+
+def test_a_config_file_that_holds_no_json_object_is_refused(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("[40, 40]")
+    with pytest.raises(AllocatorError, match="no JSON object"):
+        from_hf_config(path)

@@ -1,4 +1,4 @@
-"""One line per vLLM wording, release by release (../shared/reference/vllm-log-lines.md §2):
+"""One line per vLLM wording, release by release (docs/vllm-log-lines.md §2):
 each must yield exactly these facts.  Lines are built from the format strings vLLM prints."""
 
 from __future__ import annotations

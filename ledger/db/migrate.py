@@ -62,7 +62,7 @@ def migrate(engine: Engine, where: object, path: Path | None) -> Path | None:
     backup = None
     with engine.execution_options(ledger_write=True).connect() as conn:
         is_sqlite = conn.dialect.name == "sqlite"
-        raw = conn.connection.driver_connection if is_sqlite else None
+        raw: Any = conn.connection.driver_connection if is_sqlite else None  # sqlite3's connection
         if is_sqlite:
             # SQLite alters a table by copying it and dropping the old one; with foreign keys on,
             # that drop would cascade into every child row.  Off for the migration (outside any

@@ -56,10 +56,19 @@ class Staging:
         self.raw.execute(f"CREATE TABLE {name} ({', '.join(columns)})")
         return name
 
+    def connection(self) -> sqlite3.Connection:
+        """The staging database's connection (the writer's own, for an attached one); open once
+        ``new_table`` made the first table."""
+        if self.raw is None:
+            raise RuntimeError("no staging table yet")
+        return self.raw
+
     def close(self) -> None:
+        if self.raw is None:
+            return
         if self.attached:
             self.raw.execute("DETACH DATABASE staging")
-        elif self.raw is not None:
+        else:
             self.raw.close()
         self.raw, self.attached = None, False
 
@@ -78,6 +87,11 @@ class SampleSpool:
         self.staging = staging
         self.tables: dict[str, str] = {}
 
+    def _staging(self) -> Staging:
+        if self.staging is None:
+            raise RuntimeError("this spool has no Staging: its rows stay in memory")
+        return self.staging
+
     def add(self, samples: list[parsers.RuntimeSample]) -> None:
         rows, seq = self.rows, self.seq
         for sample in samples:
@@ -90,14 +104,15 @@ class SampleSpool:
 
     def flush(self) -> None:
         """Move the rows held in memory into the staging tables."""
+        staging = self._staging()
         raw = None
         for kind, rows in self.rows.items():
             if not rows:
                 continue
             if kind not in self.tables:
-                self.tables[kind] = self.staging.new_table(_SPOOL_COLUMNS[kind])
+                self.tables[kind] = staging.new_table(_SPOOL_COLUMNS[kind])
             if raw is None:
-                raw = self.staging.raw
+                raw = staging.connection()
                 raw.execute("BEGIN")  # touches the staging database only: the ledger is not locked
             marks = ", ".join(["?"] * len(_SPOOL_COLUMNS[kind]))
             raw.executemany(f"INSERT INTO {self.tables[kind]} VALUES ({marks})", rows)
@@ -117,13 +132,13 @@ class SampleSpool:
                          + ", ".join(c if c in mine else f"NULL AS {c}" for c in SERIES_COLUMNS) + f" FROM {table}")
         return " UNION ALL ".join(parts) + " ORDER BY seq"
 
-    def batches(self):
+    def batches(self) -> Iterator[list[tuple[Any, ...]]]:
         """Every row as (kind, line, stamp, engine, *series, per-position), in the order the
         samples came in, a list at a time; each call reads from the start (a retried transaction)."""
         def wide(kind: str) -> Iterator[tuple[int, tuple]]:
             staged: Any = ()
             if kind in self.tables:
-                staged = self.staging.raw.execute(f"SELECT * FROM {self.tables[kind]} ORDER BY seq")
+                staged = self._staging().connection().execute(f"SELECT * FROM {self.tables[kind]} ORDER BY seq")
             widen = _WIDEN[kind]
             for row in itertools.chain(staged, self.rows[kind]):
                 yield row[0], (kind, *(None if i is None else row[i] for i in widen))

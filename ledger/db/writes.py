@@ -126,8 +126,8 @@ def _boot_rows(boot: parsers.Boot, source_path: str, sha256: str | None) -> tupl
 def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
                      info: DeployInfo, spool: SampleSpool | None, year: str | None) -> int | None:
     row, shape, facts, failures = _boot_rows(boot, source_path, sha256)
-    attached = spool is not None and bool(spool.tables) and spool.staging.attached
-    if attached:
+    attached = spool is not None and spool.staging is not None and bool(spool.tables) and spool.staging.attached
+    if spool is not None and attached:
         spool.flush()  # all of it into the staging tables, which the writer's connection sees
     with writer.transaction() as cur:
         if is_stored(writer, cur, boot.content_sha256):

@@ -1,0 +1,77 @@
+"""The examples people copy run as written: the README's ``pycon`` blocks and every ``>>>`` example
+in a docstring of ``ledger`` or ``parsers``, from the repository's folder, on the ledger the
+README's quick start fills (``ledger ingest fixtures/real/*.log`` into a new ledger)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import io
+import pkgutil
+import re
+
+import pytest
+from conftest import REAL, ROOT
+
+import ledger
+import parsers
+
+# fenced ```pycon blocks: interactive sessions with their output
+_PYCON_BLOCK = re.compile(r"^```pycon\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_FLAGS = doctest.NORMALIZE_WHITESPACE
+
+
+def _modules_with_examples() -> list[str]:
+    """Every module of both packages whose docstrings hold a ``>>>`` example (``__main__`` runs
+    the CLI when imported; the migrations are Alembic's scripts, not a library)."""
+    names = []
+    for package in (ledger, parsers):
+        found = pkgutil.walk_packages(package.__path__, package.__name__ + ".")
+        for name in [package.__name__] + [info.name for info in found]:
+            if name.endswith(".__main__") or name.startswith("ledger.migrations"):
+                continue
+            if any(test.examples for test in doctest.DocTestFinder().find(importlib.import_module(name))):
+                names.append(name)
+    return names
+
+
+def _run(tests: list[doctest.DocTest]) -> tuple[doctest.TestResults, str]:
+    out = io.StringIO()
+    runner = doctest.DocTestRunner(optionflags=_FLAGS)
+    for test in tests:
+        runner.run(test, out=out.write)
+    return runner.summarize(verbose=False), out.getvalue()
+
+
+@pytest.fixture
+def quick_start(db, cli, monkeypatch):
+    """The README's quick start, run from the repository's folder into a new ledger."""
+    monkeypatch.chdir(ROOT)
+    logs = sorted(str(path.relative_to(ROOT)) for path in REAL.glob("*.log"))
+    result = cli("ingest", *logs)
+    assert result.exit_code == 0, result.output
+    return db
+
+
+def test_the_readme_examples_run_as_shown(quick_start):
+    readme = (ROOT / "README.md").read_text()
+    parser = doctest.DocTestParser()
+    tests = [parser.get_doctest(block, {}, f"README.md pycon block {n}", str(ROOT / "README.md"), 0)
+             for n, block in enumerate(_PYCON_BLOCK.findall(readme), 1)]
+    result, report = _run(tests)
+    assert result.failed == 0, report
+    assert len(tests) >= 2 and result.attempted >= 10  # the frames and the parser examples
+
+
+def test_the_modules_with_examples_include_the_two_entry_points():
+    """The module list below is found, not written out: it must at least hold the two documented
+    ways in, or the parametrized test would check nothing."""
+    assert {"parsers", "ledger.frames"} <= set(_modules_with_examples())
+
+
+@pytest.mark.parametrize("name", _modules_with_examples())
+def test_the_docstring_examples_run_as_shown(quick_start, name):
+    tests = [test for test in doctest.DocTestFinder().find(importlib.import_module(name)) if test.examples]
+    result, report = _run(tests)
+    assert result.failed == 0, report
+    assert result.attempted > 0
