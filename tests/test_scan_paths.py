@@ -358,5 +358,5 @@ def test_a_ledger_that_cannot_open_stops_the_early_scan(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("not a folder")
     log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "file" / "ledger.db"), "ingest", str(log)])
-    assert result.exit_code == 1 and result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "Traceback" not in result.output
     assert _no_children_left()
