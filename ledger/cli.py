@@ -96,20 +96,29 @@ class LedgerGroup(click.Group):
     exit code 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from parsers.packs import PackError
-        from parsers.source import SourceError
-
         try:
             return super().invoke(ctx)
-        except (LedgerError, PackError, SourceError) as exc:
-            raise Failure(str(exc)) from None
         except Exception as exc:
+            if isinstance(exc, _user_errors()):
+                raise Failure(str(exc)) from None
             # a database that fails under us (read-only file, full disk, server gone): one line
             from .db.errors import describe_db_error, is_database_error
 
             if is_database_error(exc):
                 raise Failure(describe_db_error(exc)) from None
             raise
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """LedgerError and the parsers' errors for bad input.  A parser error can only have been
+    raised if its module was imported: looking in sys.modules spares every read command the
+    parsers' import (most of a tenth of a second) just to name the classes."""
+    types: list[type[Exception]] = [LedgerError]
+    for module, name in (("parsers.packs", "PackError"), ("parsers.source", "SourceError")):
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            types.append(getattr(loaded, name))
+    return tuple(types)
 
 
 def format_option(default: str = "table", formats: tuple[str, ...] | None = None):
@@ -230,7 +239,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         for i, path in enumerate(logs):
             progress = _Progress(path) if sys.stderr.isatty() else None
             result = ingest_file(writer, path, info, rules, year=year, progress=progress,
-                                 on_stored=_streamed(path, as_json) if path == "-" else None,
+                                 on_stored=_streamed(path, as_json, progress) if path == "-" else None,
                                  started=started if i == 0 else None)
             if progress:
                 progress.done()
@@ -264,37 +273,55 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
 
 
 class _Progress:
-    """A progress line on a terminal (stderr), shown once an input has taken a second."""
+    """A progress bar on a terminal (stderr; tqdm), shown once an input has taken a second:
+    the percent of the file's own bytes read (compressed bytes for .gz and .zst), or bytes and
+    rate from a pipe.  tqdm redraws at most a few times a second, and ``say`` prints a line
+    (a stored boot) above the bar, never into it."""
+
+    DELAY = 1.0  # seconds before the bar appears: most inputs are done by then
 
     def __init__(self, path: str):
         import os
         import time
 
-        self.path, self.start, self.shown = path, time.monotonic(), False
+        self.path, self.start, self.bar = path, time.monotonic(), None
         self.total = os.path.getsize(path) if path != "-" and os.path.isfile(path) else None
 
     def __call__(self, done: int) -> None:
-        import time
+        if self.bar is None:
+            import time
 
-        if time.monotonic() - self.start < 1.0:
-            return
-        self.shown = True
-        mb = done / 1e6
-        if self.total:
-            click.echo(f"\r{self.path}: {done / self.total:4.0%} of {self.total / 1e6:,.0f} MB", nl=False, err=True)
+            if time.monotonic() - self.start < self.DELAY:
+                return
+            from tqdm import tqdm  # loaded only when a bar is drawn
+
+            self.bar = tqdm(total=self.total, desc="<stdin>" if self.path == "-" else self.path, unit="B",
+                            unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=False, mininterval=0.25,
+                            dynamic_ncols=True)
+        done = min(done, self.total) if self.total else done
+        self.bar.update(done - self.bar.n)
+
+    def say(self, line: str) -> None:
+        if self.bar is None:
+            click.echo(line)
         else:
-            click.echo(f"\r{self.path}: {mb:,.0f} MB read", nl=False, err=True)
+            self.bar.write(line, file=sys.stdout)
 
     def done(self) -> None:
-        if self.shown:
-            click.echo("\r\033[K", nl=False, err=True)
+        if self.bar is not None:
+            self.bar.close()
 
 
-def _streamed(path: str, as_json: bool):
-    """From stdin, say each boot as it is stored: the stream may go on for days."""
+def _streamed(path: str, as_json: bool, progress: _Progress | None):
+    """From stdin, say each boot as it is stored (above the progress bar): the stream may go on
+    for days."""
     def say(bid: int, boot) -> None:
         if not as_json:
-            click.echo(_boot_line(bid, boot, path))
+            line = _boot_line(bid, boot, path)
+            if progress is not None:
+                progress.say(line)
+            else:
+                click.echo(line)
 
     return say
 

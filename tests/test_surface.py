@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REAL, ROOT, SYNTH
@@ -222,16 +223,19 @@ def test_verdicts_are_coloured_by_meaning():
     assert "\x1b[31" in paint("off") and "\x1b[32" in paint("ok") and paint("ok") != paint("insufficient")
 
 
-def test_history_colours_its_verdicts_on_a_terminal(seeded, cli, monkeypatch):
+def test_history_and_check_colour_verdicts_on_a_terminal(cli, db, monkeypatch):
+    from click.testing import CliRunner
+
+    from ledger.cli import main
     from ledger.render import terminal
 
-    monkeypatch.setattr(terminal, "colour", lambda stream=None: True)
-    monkeypatch.setenv("COLUMNS", "120")
-    from ledger import render
-
-    out = render.rows_text([{"outcome": "failed", "verdict": "off"}], ["outcome", "verdict"], "table",
-                           coloured=("outcome", "verdict"))
-    assert out.count("\x1b[0m") == 2
+    for name, label in (("fp8-3x200k-ready", "fp8-3slot"), ("bf16-2x200k-ready", "bf16-2slot")):
+        cli("ingest", "--grammar", "radiance", str(RADIANCE / f"{name}.log"), "--label", label)
+    monkeypatch.setattr(terminal, "colour", lambda stream=None: True)  # as on a terminal
+    history = CliRunner().invoke(main, ["history"], color=True).output
+    check = CliRunner().invoke(main, ["check"], color=True).output
+    assert "\x1b[31m\x1b[1m" in history and "\x1b[32mready" in history  # a failing verdict in red
+    assert "\x1b[31m\x1b[1mover" in check and "\x1b[32mok" in check
 
 
 # -- honest filters and exit codes ----------------------------------------------------------------
@@ -421,3 +425,116 @@ def test_the_quick_start_uses_a_ledger_in_the_clone():
     readme = (ROOT / "README.md").read_text()
     quick = readme[readme.index("## Quick start"):readme.index("## Commands")]
     assert "--db demo.db" in quick or "LEDGER_DB=demo.db" in quick
+
+
+# -- progress and compressed input -------------------------------------------------------------------
+
+
+def _compressed(tmp_path, kind: str) -> Path:
+    data = RESTART.read_bytes() * 200  # 200 copies: compressed, far smaller than the text
+    if kind == "gz":
+        import gzip
+
+        out = tmp_path / "boot.log.gz"
+        out.write_bytes(gzip.compress(data))
+    else:
+        import zstandard
+
+        out = tmp_path / "boot.log.zst"
+        out.write_bytes(zstandard.ZstdCompressor().compress(data))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["gz", "zst"])
+def test_progress_counts_the_compressed_bytes_read(db, tmp_path, kind):
+    from ledger.db.connect import open_writer
+    from ledger.db.writes import DeployInfo
+    from ledger.ingest import ingest_file
+
+    log = _compressed(tmp_path, kind)
+    seen: list[int] = []
+    writer = open_writer(db)
+    try:
+        result = ingest_file(writer, str(log), DeployInfo(), progress=seen.append)
+    finally:
+        writer.close()
+    assert result.error is None and seen
+    assert max(seen) <= log.stat().st_size  # a percent of the file never passes 100%
+    assert seen[-1] == log.stat().st_size
+
+
+@pytest.mark.parametrize("kind", ["gz", "zst"])
+def test_compressed_input_on_stdin_is_read(db, tmp_path, kind):
+    log = _compressed(tmp_path, kind)
+    with open(log, "rb") as f:
+        r = subprocess.run([sys.executable, "-m", "ledger", "ingest", "-"], stdin=f, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("boot 1  failed") and "binary" not in r.stderr
+
+
+def test_compressed_input_is_known_by_its_magic_not_its_name(db, cli, tmp_path):
+    import gzip
+
+    log = tmp_path / "boot.log"  # no .gz
+    log.write_bytes(gzip.compress(RESTART.read_bytes()))
+    r = cli("ingest", str(log))
+    assert r.exit_code == 0 and r.output.startswith("boot 1  failed")
+
+
+def _bar(monkeypatch, path: str):
+    import io
+
+    from ledger import cli as cli_module
+
+    err, out = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(sys, "stdout", out)
+    progress = cli_module._Progress(path)
+    progress.start -= 10  # past the second it waits before showing
+    return progress, err, out
+
+
+def test_progress_is_throttled(monkeypatch):
+    progress, err, _out = _bar(monkeypatch, "-")
+    for i in range(2000):
+        progress(i * 65536)
+    progress.done()
+    assert err.getvalue().count("\r") < 50  # not a redraw per block
+
+
+def test_progress_of_a_pipe_shows_bytes_and_rate(monkeypatch):
+    progress, err, _out = _bar(monkeypatch, "-")
+    progress(5 * 2**20)
+    progress.bar.refresh()
+    assert "MB" in err.getvalue() or "M" in err.getvalue()
+    assert "B/s" in err.getvalue()
+    progress.done()
+
+
+def test_a_stored_boot_is_said_above_the_bar_not_on_it(monkeypatch):
+    progress, _err, out = _bar(monkeypatch, "-")
+    progress(2**20)
+    progress.say("boot 1  ready")
+    progress.done()
+    assert out.getvalue() == "boot 1  ready\n"
+
+
+# -- left for the integrator (parsers/ is being rewritten on `pipeline`) -------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="integrator: parsers' default year (parsers._default_year / the boot "
+                                       "assembler) must step back a year when the month-day would fall after "
+                                       "the file's modification time; parsers/ is rewritten on `pipeline`")
+def test_an_inferred_year_is_never_later_than_the_files_mtime(tmp_path):
+    import datetime as dt
+    import os
+
+    import parsers
+
+    log = tmp_path / "boot.log"
+    log.write_bytes(RESTART.read_bytes())  # lines stamped 09-28, no year printed
+    touched = dt.datetime(2026, 3, 15, 12, 0).timestamp()
+    os.utime(log, (touched, touched))
+    boots = parsers.parse_file(str(log))
+    assert boots[0].year_inferred
+    assert boots[0].started_at.startswith("2025-09-28")  # not September 2026, after the file was written
