@@ -39,14 +39,6 @@ def _db(db: str | None) -> str | None:
     return ctx.find_root().params.get("db") if ctx else None
 
 
-def _open(db: str | None, mode: str):
-    from .db.connect import connect
-
-    ledger = connect(_db(db), mode=mode)
-    _say_upgraded(ledger.backup)
-    return ledger
-
-
 def _say_upgraded(backup: Any) -> None:
     if backup is not None:
         click.echo(f"ledger: upgraded the schema; backup of the old ledger at {backup}", err=True)
@@ -54,21 +46,12 @@ def _say_upgraded(backup: Any) -> None:
 
 @contextmanager
 def _opened(db: str | None, mode: str):
-    ledger = _open(db, mode)
-    try:
-        yield ledger
-    finally:
-        ledger.dispose()
-
-
-@contextmanager
-def _reading(db: str | None):
-    """The ledger for a command that only reads, closed however the command ends; a ledger
-    that does not exist is an error (only ``ingest``, ``copy`` and ``db upgrade`` create one:
-    a typo in --db must not leave an empty ledger behind)."""
+    """The ledger, closed however the command ends.  A ledger that does not exist is an error:
+    only ``ingest``, ``copy`` and ``db upgrade`` create one (a typo in --db must not leave an
+    empty ledger behind)."""
     from .db.connect import connect
 
-    ledger = connect(_db(db), mode="read", create=False)
+    ledger = connect(_db(db), mode=mode, create=False)
     _say_upgraded(ledger.backup)
     try:
         yield ledger
@@ -76,8 +59,13 @@ def _reading(db: str | None):
         ledger.dispose()
 
 
+def _reading(db: str | None):
+    """The ledger for a command that only reads."""
+    return _opened(db, "read")
+
+
 def _writing(db: str | None):
-    """The ledger for a command that writes (through ``ledger.writer()``)."""
+    """The ledger for a command that changes it (``deploy set``, ``rm``: through ``ledger.writer()``)."""
     return _opened(db, "write")
 
 

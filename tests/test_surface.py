@@ -376,7 +376,8 @@ def test_a_reference_boot_of_another_group_is_refused(seeded, cli):
 @sqlite_only
 def test_a_read_command_on_a_missing_ledger_says_so_and_creates_nothing(cli, tmp_path):
     typo = tmp_path / "legder.db"
-    for command in (["history"], ["show", "1"], ["check"], ["deploy", "list"], ["export"]):
+    for command in (["history"], ["show", "1"], ["check"], ["deploy", "list"], ["export"],
+                    ["deploy", "set", "x", "card_ceiling_bytes=1GiB"], ["rm", "1", "--yes"]):
         r = cli(*command, "--db", str(typo))
         assert r.exit_code == 2 and "no ledger here yet" in r.output, command
     assert not typo.exists()
