@@ -411,6 +411,7 @@ def test_version_names_the_scan_engine():
     assert r.returncode == 0 and re.search(r"scan engine: (hyperscan|python)", r.stdout)
 
 
+@sqlite_only
 def test_boot_ids_complete_from_the_ledger(restart, cli):
     import click
 
