@@ -141,10 +141,17 @@ def main(db: str | None) -> None:
     \b
     Examples:
       ledger ingest boot.log --label fp8-4slot --repo ~/deploy
-      ledger history
+      ledger history --since 7d
       ledger show 3
       ledger diff fp8-4slot bf16-2slot --format markdown
+      ledger check --format json
       ledger sql "SELECT name, value FROM fact WHERE boot_id = 3"
+      ledger rm 12 --yes
+
+    \b
+    Every command that prints rows takes --format table|markdown|csv|json|jsonl.
+    Exit codes: 0 fine, 1 a finding (check: off, broken, over), 2 an error.
+    Also installed as vllm-ledger.
     """
 
 
@@ -650,7 +657,7 @@ def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
                 for o in objs for c in o["checks"]]
         click.echo(rows_text(rows, ["deploy", "boot", "outcome", "what", "verdict", "detail"], fmt))
     elif not results:
-        click.echo("no boots to check (the ledger has no boots yet)")
+        click.echo("no boots to check")
     else:
         from .render.checks import render_checks
 
