@@ -290,9 +290,11 @@ class _Progress:
                 return
             from tqdm import tqdm  # loaded only when a bar is drawn
 
-            self.bar = tqdm(total=self.total, desc="<stdin>" if self.path == "-" else self.path, unit="B",
-                            unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=False, mininterval=0.25,
-                            dynamic_ncols=True)
+            done = min(done, self.total) if self.total else done
+            self.bar = tqdm(total=self.total, initial=done, desc="<stdin>" if self.path == "-" else self.path,
+                            unit="B", unit_scale=True, unit_divisor=1000, file=sys.stderr, leave=False,
+                            mininterval=0.25, dynamic_ncols=True)
+            return
         done = min(done, self.total) if self.total else done
         self.bar.update(done - self.bar.n)
 
