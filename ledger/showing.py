@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .render.checks import check_lines
 from .render.table import clip, figures_text, human, render
+
+_HEADER = re.compile(r"\[[\w./-]+\.py:\d+\] ")  # vLLM's "[gpu_worker.py:492] "
 
 
 def _value(value: Any, unit: str) -> str:
@@ -19,6 +22,8 @@ def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = Fa
     from .render.terminal import paint
 
     fmt = "markdown" if markdown else "table"
+    # fitted to a terminal, the evidence starts at the message; unfitted, it is the raw line
+    evidence = _message if width is not None else _first_line
     src, dep, eng = obj["source"], obj["deploy"], obj["engine"]
     started = obj["started_at"].replace("T", " ") + (" (year inferred)" if obj.get("year_inferred") else "") \
         if obj["started_at"] else "—"
@@ -39,9 +44,10 @@ def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = Fa
         rows = [{"fact": f["name"] + (f" [{f['pack']}]" if f.get("pack") else ""),
                  "value": _value(f["value"], f["unit"]),
                  "rank": "" if f["rank"] is None else f["rank"], "line": f["line"],
-                 "evidence": f["text"].split("\n")[0].strip()[:160]} for f in obj["facts"]]
+                 "evidence": evidence(f["text"])[:160]} for f in obj["facts"]]
+        # fact names are never cut; the figure keeps its unit; the evidence gives up width first
         out += ["facts", render(rows, ["fact", "value", "rank", "line", "evidence"], fmt, width=width,
-                                flexible=("evidence", "fact", "value")), ""]
+                                flexible={"evidence": 16, "value": 12}), ""]
     else:
         out += ["facts: none printed in this log", ""]
     if obj["shape"]:
@@ -55,12 +61,25 @@ def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = Fa
             figures = {k: v for k, v in f.items() if k not in ("kind", "phase", "line", "text", "rank")}
             rows.append({"failure": f["kind"], "phase": f["phase"], "line": f["line"],
                          "figures": figures_text(figures),
-                         "evidence": f["text"].split("\n")[0].strip()[:120]})
+                         "evidence": evidence(f["text"])[:120]})
         out += ["failures", render(rows, ["failure", "phase", "line", "figures", "evidence"], fmt, width=width,
-                                   flexible=("evidence", "figures")), ""]
+                                   flexible={"evidence": 16, "figures": 16}), ""]
     if obj.get("checks"):
         out += ["checks"] + check_lines(obj["checks"], width, colour)
     return "\n".join(out).rstrip()
+
+
+def _first_line(text: str) -> str:
+    return text.split("\n")[0].strip()
+
+
+def _message(text: str) -> str:
+    """A raw line's first line from its message on: vLLM's ``[file.py:NNN] `` header and what
+    precedes it (process, level, time) dropped, so a narrow column shows the words that carry
+    the figure (the whole raw line is in ``--format json``)."""
+    first = _first_line(text)
+    head = _HEADER.search(first)
+    return first[head.end():] if head else first
 
 
 def _clip(text: str, width: int = 100) -> str:

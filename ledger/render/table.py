@@ -62,18 +62,21 @@ def clip(text: str, width: int) -> str:
 
 
 def fit_widths(columns: Sequence[str], cells: list[list[str]], width: int | None,
-               flexible: Sequence[str]) -> list[int] | None:
+               flexible: Sequence[str] | dict[str, int]) -> list[int] | None:
     """Each column's width so that the table is at most ``width`` wide, taken from the widest
-    flexible column first; None when it fits as it is (or there is no width to fit)."""
+    flexible column first, none cut below its minimum (``flexible`` as a dict: column ->
+    minimum; else ``MIN_FLEX``) or its header; None when it fits as it is (or there is no width
+    to fit)."""
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     if width is None:
         return None
     total = sum(widths) + GAP * (len(widths) - 1)
     if total <= width:
         return None
-    flex = [i for i, c in enumerate(columns) if c in flexible]
+    minimum = flexible if isinstance(flexible, dict) else dict.fromkeys(flexible, MIN_FLEX)
+    flex = [i for i, c in enumerate(columns) if c in minimum]
     while total > width:
-        shrinkable = [i for i in flex if widths[i] > max(MIN_FLEX, len(columns[i]))]
+        shrinkable = [i for i in flex if widths[i] > max(minimum[columns[i]], len(columns[i]))]
         if not shrinkable:
             break
         i = max(shrinkable, key=lambda j: widths[j])
@@ -83,7 +86,8 @@ def fit_widths(columns: Sequence[str], cells: list[list[str]], width: int | None
 
 
 def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, fmt: str = "table",
-           align_right: Sequence[str] = (), *, width: int | None = None, flexible: Sequence[str] = (),
+           align_right: Sequence[str] = (), *, width: int | None = None,
+           flexible: Sequence[str] | dict[str, int] = (),
            headers: dict[str, str] | None = None, style: Callable[[str, str], str] | None = None) -> str:
     """``rows`` in ``fmt``.  For json/jsonl the values go out as they are (the command has
     already made them the contract's); for the others each value becomes a cell.  ``width``
@@ -110,7 +114,11 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
         out = ["| " + " | ".join(names) + " |", "|" + "|".join("---:" if c in align_right else "---" for c in columns) + "|"]
         out += ["| " + " | ".join(esc(v) for v in row) + " |" for row in cells]
         return "\n".join(out)
-    widths = fit_widths(names, cells, width, [(headers or {}).get(c, c) for c in flexible])
+    if isinstance(flexible, dict):
+        flex: Sequence[str] | dict[str, int] = {(headers or {}).get(c, c): n for c, n in flexible.items()}
+    else:
+        flex = [(headers or {}).get(c, c) for c in flexible]
+    widths = fit_widths(names, cells, width, flex)
     if widths is not None:
         cells = [[clip(v, w) for v, w in zip(row, widths, strict=True)] for row in cells]
         names = [clip(n, w) for n, w in zip(names, widths, strict=True)]
