@@ -406,6 +406,49 @@ def test_vllm_ledger_is_a_second_command_name():
     assert scripts["vllm-ledger"] == scripts["ledger"] == "ledger.cli:main"
 
 
+def test_hyperscan_is_a_dependency_wherever_it_has_a_wheel():
+    import tomllib
+
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
+
+    deps = [Requirement(d) for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]]
+    hs = [d for d in deps if d.name == "hyperscan"]
+
+    def wanted(system: str, machine: str) -> list[str]:
+        env = {"platform_system": system, "platform_machine": machine}
+        return [str(d.specifier) for d in hs if d.marker is None or Marker(str(d.marker)).evaluate(env)]
+
+    assert wanted("Linux", "x86_64") and wanted("Darwin", "arm64") and wanted("Windows", "AMD64")
+    assert wanted("Linux", "aarch64") == ["<0.8,>=0.7.23"]  # the last release with manylinux_2_17 wheels there
+    assert wanted("Linux", "ppc64le") == []  # no wheel: the pure-Python scanner, said by --version
+
+
+def test_long_output_goes_through_a_pager_on_a_terminal(monkeypatch):
+    import click
+
+    from ledger.render import terminal
+
+    paged: list[str] = []
+    monkeypatch.setattr(terminal, "_isatty", lambda stream: True)
+    monkeypatch.setattr(terminal, "height", lambda stream=None: 24)
+    monkeypatch.setattr(click, "echo_via_pager", lambda text, color=None: paged.append(text))
+    terminal.echo_long("\n".join(f"line {i}" for i in range(100)))
+    assert len(paged) == 1 and paged[0].count("\n") == 100
+
+
+def test_short_output_is_not_paged(monkeypatch, capsys):
+    import click
+
+    from ledger.render import terminal
+
+    monkeypatch.setattr(terminal, "_isatty", lambda stream: True)
+    monkeypatch.setattr(terminal, "height", lambda stream=None: 24)
+    monkeypatch.setattr(click, "echo_via_pager", lambda text, color=None: pytest.fail("paged"))
+    terminal.echo_long("one\ntwo")
+    assert capsys.readouterr().out == "one\ntwo\n"
+
+
 def test_version_names_the_scan_engine():
     r = subprocess.run([sys.executable, "-m", "ledger", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and re.search(r"scan engine: (hyperscan|python)", r.stdout)
