@@ -1,4 +1,10 @@
-"""The ``ledger`` command: wiring options to the library and domain errors to exit codes.
+"""The ``ledger`` command (also installed as ``vllm-ledger``): wiring options to the library and
+domain errors to exit codes.
+
+Exit codes: 0 fine; 1 a finding (``check``: a verdict off, broken or over); 2 a usage or input
+error (a bad option, an unknown boot, an unreadable file or ledger), printed as one line
+starting ``Error: ``.  What a command prints goes through ``ledger.render`` (one output
+contract: ``--format table|markdown|csv|json|jsonl``).
 
 Nothing here parses logs, builds SQL or opens a database itself; see ``ledger.ingest``,
 ``ledger.queries``, ``ledger.diff`` and ``ledger.db``.
@@ -7,7 +13,6 @@ Nothing here parses logs, builds SQL or opens a database itself; see ``ledger.in
 from __future__ import annotations
 
 import gc
-import json
 import re
 import sys
 from contextlib import contextmanager
@@ -37,14 +42,6 @@ def _db(db: str | None) -> str | None:
     return ctx.find_root().params.get("db") if ctx else None
 
 
-def _open(db: str | None, mode: Mode):
-    from .db.connect import connect
-
-    ledger = connect(_db(db), mode=mode)
-    _say_upgraded(ledger.backup)
-    return ledger
-
-
 def _say_upgraded(backup: Any) -> None:
     if backup is not None:
         click.echo(f"ledger: upgraded the schema; backup of the old ledger at {backup}", err=True)
@@ -52,7 +49,13 @@ def _say_upgraded(backup: Any) -> None:
 
 @contextmanager
 def _opened(db: str | None, mode: Mode):
-    ledger = _open(db, mode)
+    """The ledger, closed however the command ends.  A ledger that does not exist is an error:
+    only ``ingest``, ``copy`` and ``db upgrade`` create one (a typo in --db must not leave an
+    empty ledger behind)."""
+    from .db.connect import connect
+
+    ledger = connect(_db(db), mode=mode, create=False)
+    _say_upgraded(ledger.backup)
     try:
         yield ledger
     finally:
@@ -60,37 +63,80 @@ def _opened(db: str | None, mode: Mode):
 
 
 def _reading(db: str | None):
-    """The ledger for a command that only reads, closed however the command ends."""
+    """The ledger for a command that only reads."""
     return _opened(db, "read")
 
 
 def _writing(db: str | None):
-    """The ledger for a command that writes (through ``ledger.writer()``)."""
+    """The ledger for a command that changes it (``deploy set``, ``rm``: through ``ledger.writer()``)."""
     return _opened(db, "write")
 
 
+FINDING = 1  # exit code: the command worked and found something wrong (check: off, broken, over)
+ERROR = 2  # exit code: a usage or input error (click's own usage errors exit 2 as well)
+
+
+class Failure(click.ClickException):
+    """An error the user can act on: ``Error: <one line>`` on stderr, exit code 2."""
+
+    exit_code = ERROR
+
+
 class LedgerGroup(click.Group):
-    """Turns LedgerError into a one-line message and exit code 1."""
+    """Turns LedgerError (and the parsers' errors, and a failing database) into one line and
+    exit code 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from parsers.packs import PackError
-        from parsers.source import SourceError
-
         try:
             return super().invoke(ctx)
-        except (LedgerError, PackError, SourceError) as exc:
-            raise click.ClickException(str(exc)) from None
         except Exception as exc:
+            if isinstance(exc, _user_errors()):
+                raise Failure(str(exc)) from None
             # a database that fails under us (read-only file, full disk, server gone): one line
             from .db.errors import describe_db_error, is_database_error
 
             if is_database_error(exc):
-                raise click.ClickException(describe_db_error(exc)) from None
+                raise Failure(describe_db_error(exc)) from None
             raise
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    """LedgerError and the parsers' errors for bad input.  A parser error can only have been
+    raised if its module was imported: looking in sys.modules spares every read command the
+    parsers' import (most of a tenth of a second) just to name the classes."""
+    types: list[type[Exception]] = [LedgerError]
+    for module, name in (("parsers.packs", "PackError"), ("parsers.source", "SourceError")):
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            types.append(getattr(loaded, name))
+    return tuple(types)
+
+
+def format_option(default: str = "table", formats: tuple[str, ...] | None = None):
+    """``--format``: the same names on every command (``ledger.render.FORMATS``)."""
+    from .render import FORMATS
+
+    choices = formats or FORMATS
+    return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
+                        help="Output format (JSON: see the README's output contract).")
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: the release and the scan engine this install runs (Hyperscan, or the
+    pure-Python fallback where no Hyperscan wheel exists)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from parsers.fast.scanner import available_engines
+
+    engine = available_engines()[0]
+    note = "" if engine == "hyperscan" else ", no Hyperscan wheel installed"
+    click.echo(f"ledger, version {__version__} (scan engine: {engine}{note})")
+    ctx.exit()
+
+
 @click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="ledger")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and the scan engine, and exit.")
 @db_option
 def main(db: str | None) -> None:
     """A ledger of vLLM boots: ingest boot and runtime logs, query the history, diff deploys.
@@ -98,10 +144,17 @@ def main(db: str | None) -> None:
     \b
     Examples:
       ledger ingest boot.log --label fp8-4slot --repo ~/deploy
-      ledger history
+      ledger history --since 7d
       ledger show 3
       ledger diff fp8-4slot bf16-2slot --format markdown
+      ledger check --format json
       ledger sql "SELECT name, value FROM fact WHERE boot_id = 3"
+      ledger rm 12 --yes
+
+    \b
+    Every command that prints rows takes --format table|markdown|csv|json|jsonl.
+    Exit codes: 0 fine, 1 a finding (check: off, broken, over), 2 an error.
+    Also installed as vllm-ledger.
     """
 
 
@@ -118,10 +171,12 @@ def main(db: str | None) -> None:
               help="Year of the log's MM-DD timestamps (default: a year the log prints, else the file's mtime).")
 @click.option("--grammar", "grammars", multiple=True, metavar="PACK",
               help="A grammar pack (TOML file, or the name of a bundled pack) for a fork's own lines. Repeatable.")
-@click.option("--json", "as_json", is_flag=True, help="Print the stored boots as export objects.")
+@format_option(formats=("table", "json", "jsonl"))
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @db_option
 def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
-           repo: str | None, year: int | None, grammars: tuple[str, ...], as_json: bool, db: str | None) -> None:
+           repo: str | None, year: int | None, grammars: tuple[str, ...], fmt: str, as_json: bool,
+           db: str | None) -> None:
     """Read vLLM logs (plain, .gz, .zst, or - for stdin) into the ledger.
 
     Each boot in a log is stored once with every figure it prints; ingesting the same file
@@ -133,10 +188,13 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
       docker logs vllm 2>&1 | ledger ingest - --image sha256:7923b480...
       ledger ingest --repo ~/deploy fixtures/real/*.log
       ledger ingest --grammar radiance --label bf16-2slot boot.log
+      ledger ingest boot.log --format json    # the stored boots as export objects
     """
     import parsers
     from parsers.packs import discover, pack_rules
 
+    if as_json:
+        fmt = "json"
     if image and not _DIGEST.match(image):
         raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
     rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
@@ -146,14 +204,14 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
 
     started = start_parse(logs[0], rules, year) if logs[0] != "-" else None
     try:
-        _ingest_all(logs, commit, image, label, repo, year, rules, as_json, db, started)
+        _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started)
     finally:
         if started is not None:
             started.close()
 
 
 def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
-                repo: str | None, year: int | None, rules: Any, as_json: bool, db: str | None,
+                repo: str | None, year: int | None, rules: Any, fmt: str, db: str | None,
                 started: Any) -> None:
     from .db.connect import open_writer
     from .db.writes import DeployInfo
@@ -167,6 +225,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         commit = repo_commit
     info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty)
     failed = 0
+    as_json = fmt != "table"
     stored_ids: list[str] = []
     # the ingest writes with the database driver alone (no SQLAlchemy to load: ledger.db.connect)
     writer = open_writer(_db(db))
@@ -178,13 +237,13 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         for i, path in enumerate(logs):
             progress = _Progress(path) if sys.stderr.isatty() else None
             result = ingest_file(writer, path, info, rules, year=year, progress=progress,
-                                 on_stored=_streamed(path, as_json) if path == "-" else None,
+                                 on_stored=_streamed(path, as_json, progress) if path == "-" else None,
                                  started=started if i == 0 else None)
             if progress:
                 progress.done()
             if result.error:
                 failed += 1
-                click.echo(f"error: {result.error}", err=True)
+                click.echo(f"Error: {result.error}", err=True)
                 continue
             for bid, boot in result.stored:
                 stored_ids.append(str(bid))
@@ -197,45 +256,72 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         writer.close()
     if as_json:
         from .queries import export
+        from .render import json_text, jsonl_text
 
-        with _reading(db) as ledger:
-            click.echo(json.dumps(export(ledger, stored_ids) if stored_ids else [], indent=2))
+        objs = []
+        if stored_ids:
+            with _reading(db) as ledger:
+                objs = export(ledger, stored_ids)
+        if fmt == "json":
+            click.echo(json_text(objs))
+        elif objs:
+            click.echo(jsonl_text(objs))
     if failed:
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(ERROR)
 
 
 class _Progress:
-    """A progress line on a terminal (stderr), shown once an input has taken a second."""
+    """A progress bar on a terminal (stderr; tqdm), shown once an input has taken a second:
+    the percent of the file's own bytes read (compressed bytes for .gz and .zst), or bytes and
+    rate from a pipe.  tqdm redraws at most a few times a second, and ``say`` prints a line
+    (a stored boot) above the bar, never into it."""
+
+    DELAY = 1.0  # seconds before the bar appears: most inputs are done by then
 
     def __init__(self, path: str):
         import os
         import time
 
-        self.path, self.start, self.shown = path, time.monotonic(), False
+        self.path, self.start, self.bar = path, time.monotonic(), None
         self.total = os.path.getsize(path) if path != "-" and os.path.isfile(path) else None
 
     def __call__(self, done: int) -> None:
-        import time
+        if self.bar is None:
+            import time
 
-        if time.monotonic() - self.start < 1.0:
+            if time.monotonic() - self.start < self.DELAY:
+                return
+            from tqdm import tqdm  # loaded only when a bar is drawn
+
+            done = min(done, self.total) if self.total else done
+            self.bar = tqdm(total=self.total, initial=done, desc="<stdin>" if self.path == "-" else self.path,
+                            unit="B", unit_scale=True, unit_divisor=1000, file=sys.stderr, leave=False,
+                            mininterval=0.25, dynamic_ncols=True)
             return
-        self.shown = True
-        mb = done / 1e6
-        if self.total:
-            click.echo(f"\r{self.path}: {done / self.total:4.0%} of {self.total / 1e6:,.0f} MB", nl=False, err=True)
+        done = min(done, self.total) if self.total else done
+        self.bar.update(done - self.bar.n)
+
+    def say(self, line: str) -> None:
+        if self.bar is None:
+            click.echo(line)
         else:
-            click.echo(f"\r{self.path}: {mb:,.0f} MB read", nl=False, err=True)
+            self.bar.write(line, file=sys.stdout)
 
     def done(self) -> None:
-        if self.shown:
-            click.echo("\r\033[K", nl=False, err=True)
+        if self.bar is not None:
+            self.bar.close()
 
 
-def _streamed(path: str, as_json: bool):
-    """From stdin, say each boot as it is stored: the stream may go on for days."""
+def _streamed(path: str, as_json: bool, progress: _Progress | None):
+    """From stdin, say each boot as it is stored (above the progress bar): the stream may go on
+    for days."""
     def say(bid: int, boot) -> None:
         if not as_json:
-            click.echo(_boot_line(bid, boot, path))
+            line = _boot_line(bid, boot, path)
+            if progress is not None:
+                progress.say(line)
+            else:
+                click.echo(line)
 
     return say
 
@@ -266,44 +352,78 @@ def _boot_line(bid: int, boot, path: str) -> str:
 
 # -- reading ------------------------------------------------------------------------------------
 
-FORMAT = click.Choice(["table", "csv", "json", "markdown"])
+def _columns_option(f):
+    return click.option("--columns", metavar="COL,COL…",
+                        help="Only these columns, in this order (any format).")(f)
+
+
+def _pick_columns(wanted: str | None, default: list[str], every: list[str]) -> list[str]:
+    if not wanted:
+        return default
+    cols = [c.strip() for c in wanted.split(",") if c.strip()]
+    unknown = [c for c in cols if c not in every]
+    if unknown:
+        raise LedgerError(f"--columns {','.join(unknown)}: no such column (columns: {', '.join(every)})")
+    return cols
 
 
 @main.command()
-@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+@format_option()
 @click.option("--deploy", help="Only this deploy (commit or digest prefix, or label).")
 @click.option("--outcome", type=click.Choice(["ready", "failed", "crashed", "incomplete"]))
-@click.option("--since", help="Only boots started at or after this time (YYYY-MM-DD[ HH:MM:SS]).")
+@click.option("--since", help="Only boots started at or after this: an ISO date or time, or a span back "
+                              "from now (7d, 12h, 30m, 2w).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
+@click.option("--wide", is_flag=True, help="Every column (memory, each verdict, the source lines).")
+@_columns_option
 @db_option
 def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None, limit: int | None,
-            db: str | None) -> None:
+            wide: bool, columns: str | None, db: str | None) -> None:
     """One row per boot, newest first.
 
-    A '*' after the start time means vLLM printed no year and it was inferred.
+    The table shows id, start time (to the minute; '*' means vLLM printed no year and it was
+    inferred), deploy, vLLM version, outcome, KV tokens, concurrency and the worst verdict
+    ('-': not enough figures for one); --wide shows every column. csv, json and jsonl always
+    carry every column.
 
     \b
     Examples:
       ledger history
-      ledger history --deploy qwen-fp8 --outcome failed --format markdown
+      ledger history --since 7d --outcome failed
+      ledger history --deploy qwen-fp8 --format markdown
+      ledger history --columns boot,started_at,kv_tokens --format csv
     """
-    from .output import render
-    from .queries import HISTORY_COLUMNS, humanize_history
+    from .queries import HISTORY_COLUMNS, HISTORY_COMPACT, HISTORY_HEADERS, humanize_history
     from .queries import history as history_rows
+    from .render import rows_text
+    from .since import parse_since
 
+    since_at = parse_since(since) if since else None
+    default = HISTORY_COMPACT if fmt in ("table", "markdown") and not wide else HISTORY_COLUMNS
+    cols = _pick_columns(columns, default, HISTORY_COLUMNS)
     with _reading(db) as ledger:
-        rows = history_rows(ledger, deploy, outcome, since, limit)
-    if fmt in ("table", "markdown"):
-        rows = humanize_history(rows)
+        rows = history_rows(ledger, deploy, outcome, since_at, limit)
+        filtered = bool(deploy or outcome or since)
+        empty = not rows and (not filtered or _boot_count(ledger) == 0)
     if not rows and fmt == "table":
-        click.echo("no boots in the ledger yet (try: ledger ingest LOG)")
+        click.echo("no boots in the ledger yet (try: ledger ingest LOG)" if empty
+                   else "no boots match (the ledger has boots; loosen --deploy, --outcome or --since)", err=True)
         return
-    click.echo(render(rows, HISTORY_COLUMNS, fmt, align_right=("kv_tokens", "concurrency", "kv_memory", "weights")))
+    click.echo(rows_text(rows, cols, fmt, human=humanize_history, headers=HISTORY_HEADERS,
+                         align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
+                         flexible=("deploy", "engine_version", "source_path"),
+                         coloured=("outcome", "verdict", "kv_check", "contract", "vram_check", "host_check")))
+
+
+def _boot_count(ledger) -> int:
+    from .queries import boot_count
+
+    return boot_count(ledger)
 
 
 @main.command()
-@click.argument("boot")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.argument("boot", shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
+@format_option()
 @db_option
 def show(boot: str, fmt: str, db: str | None) -> None:
     """Every fact of one boot with its line number and raw line, the shape, the failures.
@@ -316,16 +436,22 @@ def show(boot: str, fmt: str, db: str | None) -> None:
       ledger show qwen-fp8 --format json
     """
     from .queries import show as show_boot
+    from .render import document, terminal
     from .showing import render_show
 
     with _reading(db) as ledger:
         obj = show_boot(ledger, boot)
-    click.echo(json.dumps(obj, indent=2) if fmt == "json" else render_show(obj))
+    if fmt == "table":
+        terminal.echo_long(render_show(obj, width=terminal.width(), colour=terminal.colour()))
+    else:
+        click.echo(document(obj, fmt, lambda o: render_show(o, markdown=fmt == "markdown") if fmt != "csv"
+                            else _facts_csv([o])))
 
 
 @main.command()
-@click.argument("boots", nargs=-1, metavar="[BOOT...]")
-@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "csv"]), default="json", show_default=True)
+@click.argument("boots", nargs=-1, metavar="[BOOT...]",
+                shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
+@format_option("json", ("json", "jsonl", "csv"))
 @db_option
 def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
     """Export boots (all, oldest first, or the ones named) as JSON, JSON lines or CSV facts.
@@ -338,28 +464,35 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
       ledger export 3 4 --format jsonl
       ledger export --format csv > facts.csv
     """
-    from .output import render
     from .queries import export as export_objs
+    from .render import json_text, jsonl_text
 
     with _reading(db) as ledger:
         objs = export_objs(ledger, list(boots) or None)
     if fmt == "json":
-        click.echo(json.dumps(objs, indent=2))
+        click.echo(json_text(objs))
     elif fmt == "jsonl":
-        for o in objs:
-            click.echo(json.dumps(o))
+        if objs:
+            click.echo(jsonl_text(objs))
     else:
-        rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
-                 "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
-                 "engine_version": o["engine"]["version"], **f} for o in objs for f in o["facts"]]
-        cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
-                "unit", "precision", "rank", "process", "pack", "line", "text"]
-        click.echo(render(rows, cols, "csv"))
+        click.echo(_facts_csv(objs))
+
+
+def _facts_csv(objs: list[dict[str, Any]]) -> str:
+    """Export objects as csv, one row per fact."""
+    from .render.table import render
+
+    rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
+             "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
+             "engine_version": o["engine"]["version"], **f} for o in objs for f in o["facts"]]
+    cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
+            "unit", "precision", "rank", "process", "pack", "line", "text"]
+    return render(rows, cols, "csv")
 
 
 @main.command()
 @click.argument("query")
-@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+@format_option()
 @db_option
 def sql(query: str, fmt: str, db: str | None) -> None:
     """Run one read-only SQL query on the ledger and print the result.
@@ -372,19 +505,18 @@ def sql(query: str, fmt: str, db: str | None) -> None:
       ledger sql "SELECT outcome, count(*) FROM boot GROUP BY outcome" --format csv
     """
     from .db.readonly import run_sql
-    from .output import render
+    from .render import rows_text
 
     with _reading(db) as ledger:
         cols, rows = run_sql(ledger, query)
-    click.echo(render([dict(zip(cols, r, strict=True)) for r in rows], cols, fmt))
+    click.echo(rows_text([dict(zip(cols, r, strict=True)) for r in rows], cols, fmt, flexible=cols))
 
 
 @main.command()
-@click.argument("a")
-@click.argument("b")
+@click.argument("a", shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
+@click.argument("b", shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
 @click.option("--all", "show_all", is_flag=True, help="Also list the rows that did not change.")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
-              show_default=True)
+@format_option()
 @db_option
 def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     """Compare two boots, or two deploys' latest boots.
@@ -399,10 +531,11 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     """
     from .diff import diff as diff_boots
     from .diff import render_diff
+    from .render import terminal
 
     with _reading(db) as ledger:
         result = diff_boots(ledger, a, b, show_all)
-    click.echo(render_diff(result, fmt))
+    click.echo(render_diff(result, fmt, width=terminal.width() if fmt == "table" else None))
 
 
 # -- reconciliation -------------------------------------------------------------------------------
@@ -434,7 +567,7 @@ def _bytes_arg(ctx: click.Context, param: click.Parameter, value: str | None) ->
 @click.option("--engine-version", default="0.33.0", show_default=True, help="The vLLM release whose arithmetic to use.")
 @click.option("--v0", is_flag=True, help="The V0 engine's arithmetic.")
 @click.option("--mamba-page-bytes", type=click.IntRange(min=1), help="Hybrid models: one mamba layer's state page.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option(formats=("table", "json", "jsonl"))
 @db_option
 def predict(like: str | None, config: str | None, bytes_per_token: float | None, kv_bytes: int | None,
             tokens: int | None, max_num_seqs: int | None, max_model_len: int | None, tp: int, pp: int,
@@ -473,8 +606,10 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
             p = predict_like(None, None, kv_bytes, tokens, max_num_seqs, max_model_len, bytes_per_token)  # type: ignore[arg-type]
     except AllocatorError as exc:
         raise LedgerError(str(exc)) from None
-    if fmt == "json":
-        click.echo(json.dumps(p.to_json(), indent=2))
+    if fmt != "table":
+        from .render import document
+
+        click.echo(document(p.to_json(), fmt, str))
         return
     from parsers.units import format_bytes
 
@@ -492,8 +627,9 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
 
 
 @main.command()
-@click.argument("deploys", nargs=-1, metavar="[DEPLOY...]")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.argument("deploys", nargs=-1, metavar="[DEPLOY...]",
+                shell_complete=lambda ctx, param, incomplete: _complete_deploys(ctx, incomplete))
+@format_option()
 @db_option
 def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
     """Check the deploys' latest boots (all deploys if none named) against every view.
@@ -501,6 +637,7 @@ def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
     KV reconciliation (predicted vs measured tokens, within 0.1%), the capacity contract
     (tokens >= max_num_seqs x max_model_len) and the VRAM and host ceilings. Exits 1 if any
     verdict is off, broken or over — usable in a deploy repo's CI; 'insufficient' does not fail.
+    A deploy that does not exist is an error (exit 2).
 
     \b
     Examples:
@@ -508,21 +645,30 @@ def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
       ledger check fp8-4slot bf16-2slot --format json
     """
     from .reconcile import check as run_check
+    from .render import boot_id, json_text, jsonl_text, rows_text, terminal
 
     with _reading(db) as ledger:
         results = run_check(ledger, list(deploys) or None)
+    objs: list[dict[str, Any]] = [{"deploy": r.deploy, "boot": boot_id(r.boot), "outcome": r.outcome, "failing": r.failing,
+             "checks": [{"what": line.what, "verdict": line.verdict, "detail": line.detail or None}
+                        for line in r.lines]} for r in results]
     if fmt == "json":
-        click.echo(json.dumps([{"deploy": r.deploy, "boot": r.boot, "outcome": r.outcome,
-                                "checks": [line.__dict__ for line in r.lines]} for r in results], indent=2))
+        click.echo(json_text(objs))
+    elif fmt == "jsonl":
+        if objs:
+            click.echo(jsonl_text(objs))
+    elif fmt in ("csv", "markdown"):
+        rows = [{"deploy": o["deploy"], "boot": o["boot"], "outcome": o["outcome"], **c}
+                for o in objs for c in o["checks"]]
+        click.echo(rows_text(rows, ["deploy", "boot", "outcome", "what", "verdict", "detail"], fmt))
+    elif not results:
+        click.echo("no boots to check")
     else:
-        if not results:
-            click.echo("no boots to check")
-        for r in results:
-            click.echo(f"{r.deploy}: boot {r.boot} ({r.outcome})")
-            for line in r.lines:
-                click.echo(f"  {line.what:<18} {line.verdict:<12} {line.detail}")
+        from .render.checks import render_checks
+
+        click.echo(render_checks(results, terminal.width(), terminal.colour()))
     if any(r.failing for r in results):
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(FINDING)
 
 
 @main.group()
@@ -530,12 +676,20 @@ def deploy() -> None:
     """Deploys and what you record about them (card ceiling, host cap, reference boot)."""
 
 
+def _deploy_arg(f):
+    return click.argument("deploy_ref", metavar="DEPLOY",
+                          shell_complete=lambda ctx, param, incomplete: _complete_deploys(ctx, incomplete))(f)
+
+
 @deploy.command("set")
-@click.argument("deploy_ref", metavar="DEPLOY")
+@_deploy_arg
 @click.argument("assignments", nargs=-1, required=True, metavar="KEY=VALUE...")
 @db_option
 def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) -> None:
     """Record settings for a deploy: card_ceiling_bytes, host_cap_bytes, kv_reference_boot.
+
+    A kv_reference_boot must be a boot of the same group (model, dtype, parallelism and engine
+    release): a bf16 boot cannot predict an fp8 deploy's tokens.
 
     \b
     Examples:
@@ -549,30 +703,105 @@ def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) ->
     click.echo(f"{name}: " + ", ".join(f"{k}={v}" for k, v in sorted(current.items())))
 
 
+@deploy.command("unset")
+@_deploy_arg
+@click.argument("keys", nargs=-1, required=True, metavar="KEY...")
+@db_option
+def deploy_unset(deploy_ref: str, keys: tuple[str, ...], db: str | None) -> None:
+    """Remove settings of a deploy (a card ceiling, a host cap, a pinned reference boot).
+
+    \b
+    Example:
+      ledger deploy unset fp8-3slot kv_reference_boot
+    """
+    from .reconcile import unset_deploy
+
+    with _writing(db) as ledger:
+        name, current = unset_deploy(ledger, deploy_ref, list(keys))
+    click.echo(f"{name}: " + (", ".join(f"{k}={v}" for k, v in sorted(current.items())) or "no settings"))
+
+
+@deploy.command("label")
+@_deploy_arg
+@click.argument("new_label", metavar="NEW")
+@db_option
+def deploy_label(deploy_ref: str, new_label: str, db: str | None) -> None:
+    """Give a deploy a new label (the name history, diff and --deploy know it by).
+
+    \b
+    Example:
+      ledger deploy label f532e03 qwen32-fp8
+    """
+    from .reconcile import label_deploy
+
+    with _writing(db) as ledger:
+        old, new = label_deploy(ledger, deploy_ref, new_label)
+    click.echo(f"{old} -> {new}")
+
+
 @deploy.command("list")
-@click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+@format_option()
 @db_option
 def deploy_list(fmt: str, db: str | None) -> None:
     """Every deploy with its boots and settings.
 
     \b
-    Example:
+    Examples:
       ledger deploy list
+      ledger deploy list --format json
     """
-    from .output import render
     from .reconcile import list_deploys
+    from .render import rows_text
 
     with _reading(db) as ledger:
         rows = list_deploys(ledger)
-    click.echo(render(rows, ["deploy", "name", "boots", "settings"] if fmt == "table" else None, fmt))
+
+    def human(r: dict[str, Any]) -> dict[str, Any]:
+        return {**r, "settings": ", ".join(f"{k}={v}" for k, v in sorted(r["settings"].items()))}
+
+    cols = ["deploy", "name", "boots", "settings"] if fmt in ("table", "markdown") else \
+        ["deploy", "name", "commit", "image", "label", "boots", "settings"]
+    click.echo(rows_text(rows, cols, fmt, human=human, flexible=("name", "settings")))
+
+
+@main.command()
+@click.argument("boots", nargs=-1, required=True, metavar="BOOT...",
+                shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete, ids_only=True))
+@click.option("--yes", "-y", is_flag=True, help="Remove without asking (needed when stdin is not a terminal).")
+@db_option
+def rm(boots: tuple[str, ...], yes: bool, db: str | None) -> None:
+    """Remove boots from the ledger, with their shape, facts, failures and runtime samples.
+
+    BOOT is a boot id (as history shows it). All the boots go in one transaction, or none.
+    Asks first on a terminal; elsewhere --yes is required.
+
+    \b
+    Examples:
+      ledger rm 12
+      ledger rm 12 13 --yes
+    """
+    from .reconcile import describe_boots, remove_boots
+
+    with _writing(db) as ledger:
+        found = describe_boots(ledger, list(boots))
+        for line in found:
+            click.echo(f"boot {line}")
+        if not yes:
+            if not sys.stdin.isatty():
+                raise LedgerError("rm: not on a terminal; give --yes to remove without asking")
+            if not click.confirm(f"remove {len(found)} boot{'s' if len(found) != 1 else ''}?", default=False):
+                click.echo("nothing removed")
+                return
+        n = remove_boots(ledger, [int(b) for b in boots])
+    click.echo(f"removed {n} boot{'s' if n != 1 else ''}")
 
 
 # -- runtime ----------------------------------------------------------------------------------------
 
 
 @main.command()
-@click.argument("boot")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.argument("boot", shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
+@format_option(formats=("table", "json", "jsonl"))
 @db_option
 def runtime(boot: str, fmt: str, db: str | None) -> None:
     """What a served boot did: decode t/s, KV usage, prefix hits, speculative acceptance,
@@ -585,11 +814,12 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
       ledger runtime 7
       ledger runtime qwen-fp8 --format json
     """
+    from .render import document
     from .runtime import render_runtime, runtime_report
 
     with _reading(db) as ledger:
         report = runtime_report(ledger, boot)
-    click.echo(json.dumps(report, indent=2) if fmt == "json" else render_runtime(report))
+    click.echo(document(report, fmt, render_runtime))
 
 
 @main.group()
@@ -707,7 +937,8 @@ def grammar() -> None:
 
 @grammar.command("list")
 @click.option("--grammar", "grammars", multiple=True, metavar="PACK", help="Also list this pack (as ingest would).")
-def grammar_list(grammars: tuple[str, ...]) -> None:
+@format_option()
+def grammar_list(grammars: tuple[str, ...], fmt: str) -> None:
     """The grammars in use: the built-in vLLM grammar and every pack found.
 
     Packs load from --grammar, from the folder named by $LEDGER_GRAMMARS, and from
@@ -720,16 +951,17 @@ def grammar_list(grammars: tuple[str, ...]) -> None:
     from parsers.packs import BUNDLED_DIR, discover
     from parsers.vllm import BUILTIN_RULES
 
-    from .output import render
+    from .render import rows_text
 
-    rows = [{"pack": "vllm", "rules": len(BUILTIN_RULES), "from": "built-in", "path": "",
+    rows = [{"pack": "vllm", "rules": len(BUILTIN_RULES), "from": "built-in", "path": None,
              "description": "upstream vLLM 0.2.7-0.33"}]
     for p in discover(grammars):
         rows.append({"pack": p.name, "rules": len(p.rules), "from": p.origin, "path": str(p.path),
-                     "description": p.description})
-    click.echo(render(rows, ["pack", "rules", "from", "path", "description"]))
+                     "description": p.description or None})
+    click.echo(rows_text(rows, ["pack", "rules", "from", "path", "description"], fmt,
+                         flexible=("path", "description")))
     bundled = sorted(x.stem for x in BUNDLED_DIR.glob("*.toml"))
-    if bundled:
+    if bundled and fmt in ("table", "markdown"):
         click.echo(f"\nbundled packs (use with --grammar NAME): {', '.join(bundled)}")
 
 
@@ -738,7 +970,8 @@ def grammar_list(grammars: tuple[str, ...]) -> None:
 @click.argument("logs", nargs=-1, metavar="[LOG...]")
 @click.option("--unclaimed", "max_unclaimed", type=click.IntRange(min=0), default=40, show_default=True,
               help="Show at most this many unclaimed lines.")
-def grammar_check(pack: str, logs: tuple[str, ...], max_unclaimed: int) -> None:
+@format_option()
+def grammar_check(pack: str, logs: tuple[str, ...], max_unclaimed: int, fmt: str) -> None:
     """Validate a pack, run it over logs, and list the lines nobody reads yet.
 
     Prints, per rule, how many lines it matched and its first match; then the unclaimed
@@ -757,41 +990,56 @@ def grammar_check(pack: str, logs: tuple[str, ...], max_unclaimed: int) -> None:
 
     from parsers.packs import Pack, check, load_pack, resolve
 
-    from .output import render
+    from .render import json_text, rows_text
 
     if pack == "vllm":  # the built-in grammar alone: what does it leave unread?
         p = Pack("vllm", "built-in", Path("(built-in)"), "built-in")
-        click.echo("the built-in vLLM grammar alone (no pack)")
+        heading = "the built-in vLLM grammar alone (no pack)"
     else:
         p = load_pack(resolve(pack))
-        click.echo(f"pack {p.name} ({p.path}): {len(p.rules)} rules, every sample matches")
-    if not logs:
+        heading = f"pack {p.name} ({p.path}): {len(p.rules)} rules, every sample matches"
+    report = check(p, list(logs)) if logs else None
+    rules: list[dict[str, Any]] = []
+    for i, h in enumerate(report.hits if report else [], start=1):
+        log, line, values = h.first if h.first else (None, None, None)
+        rules.append({"rule": i, "anchor": h.rule.anchor, "matched": h.count,
+                      "first_match": None if log is None else {"log": log, "line": line, "values": values}})
+    unclaimed: list[dict[str, Any]] = [{"log": log, "line": number, "text": raw.rstrip("\n")} for log, number, raw in
+                 (report.unclaimed if report else [])]
+    if fmt == "json":
+        click.echo(json_text({"pack": p.name, "path": None if pack == "vllm" else str(p.path),
+                              "rules": len(p.rules), "logs": list(logs), "lines": report.lines if report else 0,
+                              "matches": rules, "unclaimed": unclaimed}))
         return
-    report = check(p, list(logs))
+    if fmt in ("jsonl", "csv"):  # the unclaimed lines: what is left to write rules for
+        click.echo(rows_text(unclaimed, ["log", "line", "text"], fmt))
+        return
+    click.echo(heading)
+    if report is None:
+        return
     click.echo(f"{report.lines} lines read from {len(logs)} log{'s' if len(logs) != 1 else ''}")
-    rows = []
-    for i, h in enumerate(report.hits, start=1):
-        first = ""
-        if h.first:
-            log, line, values = h.first
-            first = f"{log}:{line}  " + ", ".join(f"{k}={v}" for k, v in values.items())
-        rows.append({"rule": i, "anchor": repr(h.rule.anchor), "matched": h.count, "first match": first})
-    if rows:
-        click.echo("\n" + render(rows, ["rule", "anchor", "matched", "first match"]))
-    unmatched = [i for i, h in enumerate(report.hits, start=1) if h.count == 0]
+    shown = [{"rule": r["rule"], "anchor": repr(r["anchor"]), "matched": r["matched"],
+              "first match": "" if r["first_match"] is None else
+              f"{r['first_match']['log']}:{r['first_match']['line']}  "
+              + ", ".join(f"{k}={v}" for k, v in r["first_match"]["values"].items())} for r in rules]
+    if shown:
+        click.echo("\n" + rows_text(shown, ["rule", "anchor", "matched", "first match"], fmt,
+                                    flexible=("first match", "anchor")))
+    unmatched = [r["rule"] for r in rules if r["matched"] == 0]
     if unmatched:
         click.echo(f"\nrules that matched nothing: {', '.join(map(str, unmatched))}")
-    click.echo(f"\nunclaimed lines with figures: {len(report.unclaimed)}")
-    for log, number, raw in report.unclaimed[:max_unclaimed]:
-        click.echo(f"  {log}:{number}: {raw.strip()[:200]}")
-    if len(report.unclaimed) > max_unclaimed:
-        click.echo(f"  … {len(report.unclaimed) - max_unclaimed} more (--unclaimed N shows more)")
+    click.echo(f"\nunclaimed lines with figures: {len(unclaimed)}")
+    for u in unclaimed[:max_unclaimed]:
+        click.echo(f"  {u['log']}:{u['line']}: {u['text'].strip()[:200]}")
+    if len(unclaimed) > max_unclaimed:
+        click.echo(f"  … {len(unclaimed) - max_unclaimed} more (--unclaimed N shows more)")
 
 
 @main.command("copy")
 @click.argument("src")
 @click.argument("dst")
-def copy_cmd(src: str, dst: str) -> None:
+@format_option(formats=("table", "json", "jsonl"))
+def copy_cmd(src: str, dst: str, fmt: str) -> None:
     """Copy every boot of the ledger SRC into the ledger DST (created and migrated if new).
 
     Boots already in DST (same content) are left alone, so copying again is harmless; deploys
@@ -813,8 +1061,11 @@ def copy_cmd(src: str, dst: str) -> None:
             b.close()
     finally:
         a.dispose()
-    click.echo(f"copied {result.copied} boot{'s' if result.copied != 1 else ''} from {src} to {dst}"
-               + (f"; {result.present} already there" if result.present else ""))
+    from .render import document
+
+    obj = {"src": src, "dst": dst, "copied": result.copied, "present": result.present}
+    click.echo(document(obj, fmt, lambda o: f"copied {o['copied']} boot{'s' if o['copied'] != 1 else ''} from "
+                        f"{o['src']} to {o['dst']}" + (f"; {o['present']} already there" if o["present"] else "")))
 
 
 # -- the database ---------------------------------------------------------------------------------
@@ -846,25 +1097,101 @@ def db_upgrade(db: str | None) -> None:
 
 
 @db.command("current")
+@format_option(formats=("table", "json", "jsonl"))
 @db_option
-def db_current(db: str | None) -> None:
-    """Print the ledger's location and schema revision.
+def db_current(fmt: str, db: str | None) -> None:
+    """Print the ledger's location (URL) and schema revision.
 
     \b
-    Example:
+    Examples:
       ledger db current
+      ledger db current --format json
     """
     from .db.columns import HEAD_REVISION
     from .db.connect import connect
+    from .db.location import sqlite_file
     from .db.migrate import current_revision
+    from .render import document
 
     ledger = connect(_db(db), mode="read", migrate=False, create=False)
     try:
         rev = current_revision(ledger.engine)
     finally:
         ledger.dispose()
-    status = "head" if rev == HEAD_REVISION else f"head is {HEAD_REVISION}"
-    click.echo(f"{ledger.url}\n{rev or '(no schema)'} ({status})")
+    path = sqlite_file(ledger.url)
+    obj = {"url": ledger.url, "path": None if path is None else str(path), "revision": rev,
+           "head": HEAD_REVISION, "at_head": rev == HEAD_REVISION}
+
+    def human(o: dict[str, Any]) -> str:
+        status = "head" if o["at_head"] else f"head is {o['head']}"
+        return f"{o['url']}\n{o['revision'] or '(no schema)'} ({status})"
+
+    click.echo(document(obj, fmt, human))
+
+
+@db.command("path")
+@db_option
+def db_path(db: str | None) -> None:
+    """Print the ledger's file, bare (for sqlite3, datasette, cp); an error for a ledger that
+    is not a SQLite file.  Prints the path whether or not the file exists yet.
+
+    \b
+    Examples:
+      sqlite3 "$(ledger db path)"
+      cp "$(ledger db path)" backup.db
+    """
+    from .db.location import resolve_url, sqlite_file
+
+    url = resolve_url(_db(db))
+    path = sqlite_file(url)
+    if path is None:
+        raise LedgerError("the ledger is a database server, not a SQLite file: no path to print "
+                          "(ledger db current shows its URL)")
+    click.echo(str(path))
+
+
+# -- completion ---------------------------------------------------------------------------------
+
+
+def _complete_db(ctx: click.Context) -> str | None:
+    root = ctx.find_root()
+    return ctx.params.get("db") or root.params.get("db")
+
+
+def _complete_boots(ctx: click.Context, incomplete: str, ids_only: bool = False) -> list[Any]:
+    """Boot ids (and deploy labels) for shell completion; nothing if the ledger cannot be read."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        from .db.location import plain_sqlite_path, resolve_url
+        from .db.sqlite import completions
+
+        path = plain_sqlite_path(resolve_url(_complete_db(ctx)))
+        if path is None or not path.exists():
+            return []
+        ids, labels = completions(path)
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+    items = [CompletionItem(str(i), help=h) for i, h in ids if str(i).startswith(incomplete)]
+    if not ids_only:
+        items += [CompletionItem(label) for label in labels if label.startswith(incomplete)]
+    return items
+
+
+def _complete_deploys(ctx: click.Context, incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    try:
+        from .db.location import plain_sqlite_path, resolve_url
+        from .db.sqlite import completions
+
+        path = plain_sqlite_path(resolve_url(_complete_db(ctx)))
+        if path is None or not path.exists():
+            return []
+        _ids, labels = completions(path)
+    except Exception:
+        return []
+    return [CompletionItem(label) for label in labels if label.startswith(incomplete)]
 
 
 if __name__ == "__main__":  # pragma: no cover

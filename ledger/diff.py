@@ -13,8 +13,9 @@ from typing import Any
 from parsers.units import format_bytes
 
 from .db.connect import Ledger
-from .output import human, render
 from .queries import INTEGER_UNITS, boot_summaries, deploy_name, export_value, resolve_boot
+from .render import boot_id
+from .render.table import human, render
 
 
 @dataclass
@@ -35,8 +36,20 @@ class DiffResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.a.__dict__, "b": self.b.__dict__, "shape": self.shape, "facts": self.facts,
-                "failures": self.failures}
+        """The output contract's object: boot ids as strings, missing as null."""
+        return {"a": {**self.a.__dict__, "boot": boot_id(self.a.boot)},
+                "b": {**self.b.__dict__, "boot": boot_id(self.b.boot)},
+                "shape": self.shape, "facts": self.facts, "failures": self.failures}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every changed row, flat (csv): shape keys, then facts, then failures."""
+        out = [{"section": "shape", "name": r["key"], "unit": None, "a": r["a"], "b": r["b"], "change": None,
+                "change_pct": None} for r in self.shape]
+        out += [{"section": "fact", "name": r["name"], "unit": r["unit"], "a": r["a"], "b": r["b"],
+                 "change": r["change"], "change_pct": r["change_pct"]} for r in self.facts]
+        out += [{"section": "failures", "name": "failures", "unit": None, "a": r["a"], "b": r["b"], "change": None,
+                 "change_pct": None} for r in self.failures]
+        return out
 
 
 def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> DiffResult:
@@ -91,9 +104,14 @@ def _human_change(value: Any, unit: str) -> str:
     return f"{sign}{value:g}"
 
 
-def render_diff(result: DiffResult, fmt: str = "table") -> str:
+def render_diff(result: DiffResult, fmt: str = "table", width: int | None = None) -> str:
+    """The diff in ``fmt`` (every format of the output contract); a table is fitted to ``width``."""
     if fmt == "json":
         return json.dumps(result.to_json(), indent=2, default=str)
+    if fmt == "jsonl":
+        return json.dumps(result.to_json(), default=str)
+    if fmt == "csv":
+        return render(result.rows(), ["section", "name", "unit", "a", "b", "change", "change_pct"], "csv")
     a, b = result.a, result.b
     lines = [
         f"A: boot {a.boot}  {a.deploy}  vLLM {a.engine or '?'}  {a.outcome}  ({a.source})",
@@ -107,15 +125,15 @@ def render_diff(result: DiffResult, fmt: str = "table") -> str:
         lines += [f"outcome: {a.outcome} -> {b.outcome}", ""]
     if result.shape:
         rows = [{"shape": r["key"], "A": _js(r["a"]), "B": _js(r["b"])} for r in result.shape]
-        lines += [render(rows, ["shape", "A", "B"], fmt), ""]
+        lines += [render(rows, ["shape", "A", "B"], fmt, width=width, flexible=("A", "B")), ""]
     if result.facts:
         rows = [{"fact": r["name"] + (f" [{r['pack']}]" if r.get("pack") else ""),
                  "A": _human(r["a"], r["unit"]), "B": _human(r["b"], r["unit"]),
                  "change": _human_change(r["change"], r["unit"]),
                  "change %": "" if r["change_pct"] is None else f"{r['change_pct']:+.2f}%"}
                 for r in result.facts]
-        lines += [render(rows, ["fact", "A", "B", "change", "change %"], fmt,
-                         align_right=("A", "B", "change", "change %")), ""]
+        lines += [render(rows, ["fact", "A", "B", "change", "change %"], fmt, width=width,
+                         align_right=("A", "B", "change", "change %"), flexible=("fact", "A", "B")), ""]
     if result.failures:
         f = result.failures[0]
         lines += [f"failures: {f['a']} -> {f['b']}", ""]

@@ -72,7 +72,10 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
 
     try:
         parse = started or parsers.start(path, rules, year)
-        parse.run(on_boot=on_boot, runtime_sink=sink, progress=progress)
+        # the progress is told the input's own bytes read (compressed, for .gz/.zst), which is
+        # what a percent of the file's size counts
+        parse.run(on_boot=on_boot, runtime_sink=sink,
+                  progress=(lambda _text_bytes: progress(parse.source.consumed)) if progress else None)
     except parsers.SourceError as exc:
         result.error = str(exc)
         return result

@@ -18,6 +18,7 @@ from parsers.vocabulary import FactName, summarize
 from .db import models as m
 from .db.connect import Ledger
 from .errors import LedgerError
+from .render import boot_id, iso
 from .verdicts import check_lines_for_boot, verdicts
 
 INTEGER_UNITS = {"bytes", "tokens", "blocks", "slots"}  # counted, so exported (and diffed) as integers
@@ -115,14 +116,29 @@ def _chunks(items: list[int], n: int):
         yield items[i : i + n]
 
 
-HISTORY_COLUMNS = ["boot", "started", "deploy", "engine", "outcome", "kv_tokens", "concurrency",
-                   "kv_memory", "weights", "kv_check", "contract", "source"]
+# every field of a history row (json, jsonl, csv, --wide); the table shows ``HISTORY_COMPACT``
+HISTORY_COLUMNS = ["boot", "started_at", "year_inferred", "deploy", "engine_version", "outcome", "kv_tokens",
+                   "concurrency", "kv_memory", "weights", "kv_check", "contract", "vram_check", "host_check",
+                   "verdict", "source_path", "first_line", "last_line"]
+HISTORY_COMPACT = ["boot", "started_at", "deploy", "engine_version", "outcome", "kv_tokens", "concurrency",
+                   "verdict"]
+# how a failing verdict outranks a passing one, and a passing one no verdict at all
+_VERDICT_RANK = {"broken": 4, "over": 3, "off": 2, "ok": 1, "insufficient": 0}
+
+
+def overall_verdict(checks: dict[str, str]) -> str | None:
+    """A boot's verdicts as one word: the worst of them (``off`` over ``ok``; None when no view
+    had enough figures)."""
+    worst = max(checks.values(), key=lambda v: _VERDICT_RANK.get(v, 0), default=None)
+    return None if worst in (None, "insufficient") else worst
 
 
 def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
             since: str | None = None, limit: int | None = None,
             boot_ids: list[int] | None = None) -> list[dict[str, Any]]:
-    """History rows, newest first; ``boot_ids`` limits them to those boots (``ledger serve``)."""
+    """History rows (the output contract's values), newest first; ``since`` is a stored-format
+    timestamp (``YYYY-MM-DD HH:MM:SS``, see ``ledger.since``); ``boot_ids`` limits them to those
+    boots (``ledger serve``)."""
     with ledger.Session() as s:
         q = select(m.Boot).options(selectinload(m.Boot.deploy))
         if boot_ids is not None:
@@ -145,10 +161,11 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
             fs = sums.get(b.id, {})
             kv_mem = fs.get(FactName.kv_cache_reserved_bytes) or fs.get(FactName.available_kv_cache_bytes)
             rows.append({
-                "boot": b.id,
-                "started": (b.started_at or "") + ("*" if b.started_at and b.year_inferred else ""),
+                "boot": boot_id(b.id),
+                "started_at": iso(b.started_at),
+                "year_inferred": bool(b.year_inferred) if b.started_at else None,
                 "deploy": deploy_name(b.deploy),
-                "engine": b.engine_version or "",
+                "engine_version": b.engine_version,
                 "outcome": b.outcome,
                 "kv_tokens": _v(fs.get(FactName.kv_cache_tokens)),
                 "concurrency": _v(fs.get(FactName.max_concurrency)),
@@ -156,7 +173,12 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
                 "weights": _v(fs.get(FactName.model_weights_bytes)),
                 "kv_check": checks[b.id].get("kv"),
                 "contract": checks[b.id].get("capacity"),
-                "source": f"{b.source_path}:{b.first_line}-{b.last_line}",
+                "vram_check": checks[b.id].get("vram"),
+                "host_check": checks[b.id].get("host"),
+                "verdict": overall_verdict(checks[b.id]),
+                "source_path": b.source_path,
+                "first_line": b.first_line,
+                "last_line": b.last_line,
             })
         return rows
 
@@ -165,17 +187,23 @@ def _v(fact: m.Fact | None) -> float | int | None:
     return export_value(fact.value, fact.unit) if fact is not None else None
 
 
-def humanize_history(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Bytes as GiB and thousands separators, for the terminal table."""
-    out = []
-    for r in rows:
-        h = dict(r)
-        for col in ("kv_memory", "weights"):
-            h[col] = format_bytes(r[col]) if r[col] is not None else ""
-        h["kv_tokens"] = f"{r['kv_tokens']:,}" if r["kv_tokens"] is not None else ""
-        h["concurrency"] = f"{r['concurrency']:.2f}x" if r["concurrency"] is not None else ""
-        out.append(h)
-    return out
+HISTORY_HEADERS = {"started_at": "started", "engine_version": "vllm", "kv_tokens": "kv tokens",
+                   "concurrency": "conc", "kv_memory": "kv memory", "source_path": "source"}
+
+
+def humanize_history(row: dict[str, Any]) -> dict[str, Any]:
+    """A history row for the terminal: the time to the minute (``*``: year inferred), bytes as
+    GiB, thousands separators, ``-`` for no verdict."""
+    h = dict(row)
+    started = row["started_at"]
+    h["started_at"] = (started[:16].replace("T", " ") + ("*" if row["year_inferred"] else "")) if started else "—"
+    for col in ("kv_memory", "weights"):
+        h[col] = format_bytes(row[col]) if row[col] is not None else ""
+    h["kv_tokens"] = f"{row['kv_tokens']:,}" if row["kv_tokens"] is not None else ""
+    h["concurrency"] = f"{row['concurrency']:.2f}x" if row["concurrency"] is not None else ""
+    h["verdict"] = row["verdict"] or "-"
+    h["engine_version"] = row["engine_version"] or "?"
+    return h
 
 
 # -- one boot -------------------------------------------------------------------------------------
@@ -210,7 +238,8 @@ def export_boot(b: m.Boot, counts: dict[str, int]) -> dict[str, Any]:
                    "label": b.deploy.label},
         "engine": {"name": b.engine_name, "version": b.engine_version, "commit": b.engine_commit},
         "outcome": b.outcome,
-        "started_at": b.started_at,
+        "started_at": iso(b.started_at),
+        "year_inferred": bool(b.year_inferred) if b.started_at else None,
         "shape": {s.key: json.loads(s.value) for s in b.shape},
         "facts": [
             {"name": f.name, "value": export_value(f.value, f.unit), "unit": f.unit,
@@ -249,3 +278,9 @@ def show(ledger: Ledger, ref: str) -> dict[str, Any]:
         obj["request_lines"] = b.request_lines
     obj["checks"] = check_lines_for_boot(ledger, bid)
     return obj
+
+
+def boot_count(ledger: Ledger) -> int:
+    """How many boots the ledger holds (to tell "nothing matches" from "nothing stored")."""
+    with ledger.Session() as s:
+        return s.execute(select(func.count()).select_from(m.Boot)).scalar_one()

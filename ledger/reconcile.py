@@ -18,7 +18,7 @@ from parsers.units import UnitError, human_bytes
 from .allocator import Geometry, allocate, budget_for_tokens
 from .db import models as m
 from .db.connect import Ledger
-from .db.writes import put_deploy_settings
+from .db.writes import delete_boots, delete_deploy_settings, put_deploy_settings, set_deploy_label
 from .errors import LedgerError
 from .queries import deploy_name, deploys_named, latest_boot, resolve_boot
 from .verdicts import (
@@ -63,18 +63,94 @@ def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, d
         if not sep:
             raise LedgerError(f"{a}: expected KEY=VALUE")
         pairs.append((key.strip(), parse_setting(key.strip(), value)))
+    d_id, name = _one_deploy(ledger, ref)
+    for key, value in pairs:
+        if key == "kv_reference_boot":
+            _same_group(ledger, d_id, name, int(value))
+    writer = ledger.writer()
+    try:
+        current = put_deploy_settings(writer, d_id, pairs)
+    finally:
+        writer.close()
+    return name, current
+
+
+def _one_deploy(ledger: Ledger, ref: str) -> tuple[int, str]:
+    """The id and name of the one deploy ``ref`` names."""
     with ledger.Session() as s:
         deploys = deploys_named(s, ref)
         if len(deploys) > 1:
             raise LedgerError(f"{ref}: names more than one deploy; give more of it")
-        d = deploys[0]
-        name = deploy_name(d)
+        return deploys[0].id, deploy_name(deploys[0])
+
+
+def _same_group(ledger: Ledger, deploy: int, name: str, ref_boot: int) -> None:
+    """A reference boot predicts a deploy's tokens only from its own group (model, KV dtype,
+    TP, block size, engine release): refuse one of another group, showing both keys.  A key
+    that is not known (figures missing) is not refused: the view then says 'insufficient'."""
+    with ledger.Session() as s:
+        latest = latest_boot(s, deploy)
+    if latest is None:
+        return
+    keys = {r["boot_id"]: r["group_key"] for r in view_rows(ledger, "boot_kv", [latest.id, ref_boot])}
+    mine, theirs = keys.get(latest.id), keys.get(ref_boot)
+    if mine and theirs and mine != theirs:
+        raise LedgerError(f"kv_reference_boot={ref_boot}: boot {ref_boot} is of another group "
+                          f"({theirs}) than {name} ({mine}); its cost per token does not predict this deploy")
+
+
+def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[str, str]]:
+    """Remove settings from one deploy; its name and the settings it keeps."""
+    for key in keys:
+        if key not in SETTINGS:
+            raise LedgerError(f"{key}: unknown setting (known: {', '.join(SETTINGS)})")
+    d_id, name = _one_deploy(ledger, ref)
     writer = ledger.writer()
     try:
-        current = put_deploy_settings(writer, d.id, pairs)
+        current = delete_deploy_settings(writer, d_id, keys)
     finally:
         writer.close()
     return name, current
+
+
+def label_deploy(ledger: Ledger, ref: str, label: str) -> tuple[str, str]:
+    """Give one deploy a new label; its name before and after."""
+    label = label.strip()
+    if not label:
+        raise LedgerError("a label cannot be empty")
+    d_id, before = _one_deploy(ledger, ref)
+    writer = ledger.writer()
+    try:
+        set_deploy_label(writer, d_id, label)
+    finally:
+        writer.close()
+    with ledger.Session() as s:
+        after = deploy_name(s.get(m.Deploy, d_id))
+    return before, after
+
+
+def describe_boots(ledger: Ledger, refs: list[str]) -> list[str]:
+    """A line per boot id in ``refs`` (id, outcome, source), for ``ledger rm`` to show what
+    it removes; an unknown id or a ref that is not an id is an error."""
+    bad = [r for r in refs if not r.strip().isdigit()]
+    if bad:
+        raise LedgerError(f"{bad[0]}: ledger rm takes boot ids (as ledger history shows them)")
+    out = []
+    with ledger.Session() as s:
+        for ref in refs:
+            b = s.get(m.Boot, int(ref))
+            if b is None:
+                raise LedgerError(f"{ref}: no boot by that id; nothing removed")
+            out.append(f"{b.id}  {b.outcome}  {deploy_name(b.deploy)}  {b.source_path}:{b.first_line}-{b.last_line}")
+    return out
+
+
+def remove_boots(ledger: Ledger, ids: list[int]) -> int:
+    writer = ledger.writer()
+    try:
+        return delete_boots(writer, ids)
+    finally:
+        writer.close()
 
 
 def list_deploys(ledger: Ledger) -> list[dict[str, Any]]:
@@ -85,8 +161,7 @@ def list_deploys(ledger: Ledger) -> list[dict[str, Any]]:
                                                              .where(m.DeploySetting.deploy_id == d.id)).scalars()}
             boots = [b.id for b in d.boots]
             rows.append({"deploy": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image": d.image_digest,
-                         "label": d.label, "boots": len(boots),
-                         "settings": ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))})
+                         "label": d.label, "boots": len(boots), "settings": dict(sorted(settings.items()))})
         return rows
 
 

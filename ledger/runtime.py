@@ -17,6 +17,7 @@ from sqlalchemy import select
 from .db import models as m
 from .db.connect import Ledger
 from .queries import deploy_name, resolve_boot
+from .render import boot_id, iso
 
 
 def _seconds_between(a: str | None, b: str | None) -> float | None:
@@ -52,6 +53,7 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
         failures = [f for f in boot.failures]
         ready_at, ended_at, outcome = boot.ready_at, boot.ended_at, boot.outcome
         name = deploy_name(boot.deploy)
+        year_inferred = bool(boot.year_inferred)
         bid = boot.id
         access, requests = boot.access_lines, boot.request_lines
     busy = [r[0] for r in stats if r[0] is not None and (r[1] or 0) > 0]
@@ -66,7 +68,7 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
     figured = next((f for f in at_runtime if json.loads(f.figures)), crash)
     end_at = crash.logged_at if crash and crash.logged_at else ended_at
     return {
-        "boot": bid,
+        "boot": boot_id(bid),
         "deploy": name,
         "outcome": outcome,
         "engines": engines,
@@ -81,11 +83,12 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
             "draft_acceptance_rate_pct": statistics.fmean(accept_rate) if accept_rate else None,
         },
         "requests": {"access_lines": access, "request_lines": requests},
-        "ready_at": ready_at,
-        "ended_at": end_at,
+        "year_inferred": year_inferred,  # of ready_at, ended_at and the crash's time alike
+        "ready_at": iso(ready_at),
+        "ended_at": iso(end_at),
         "uptime_seconds": _seconds_between(ready_at, end_at),
         "ended": ({"how": "crashed", "kinds": [f.kind for f in at_runtime], "line": crash.line,
-                   "logged_at": crash.logged_at, "seconds_after_ready": _seconds_between(ready_at, crash.logged_at),
+                   "logged_at": iso(crash.logged_at), "seconds_after_ready": _seconds_between(ready_at, crash.logged_at),
                    "figures": json.loads(figured.figures) if figured else {}} if crash else
                   {"how": {"ready": "still serving when the log ends", "failed": "never came up",
                            "incomplete": "the log ends before start-up completed"}.get(outcome, outcome)}),

@@ -3,52 +3,83 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from .output import figures_text, human, render
+from .render.checks import check_lines
+from .render.table import clip, figures_text, human, render
+
+_HEADER = re.compile(r"\[[\w./-]+\.py:\d+\] ")  # vLLM's "[gpu_worker.py:492] "
 
 
 def _value(value: Any, unit: str) -> str:
     return human(value, unit, show_unit=True)
 
 
-def render_show(obj: dict[str, Any]) -> str:
+def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = False, markdown: bool = False) -> str:
+    """The boot for people; tables fitted to ``width`` (the evidence is cut, ``--format json``
+    has it whole); ``markdown`` lays the tables out for pasting."""
+    from .render.terminal import paint
+
+    fmt = "markdown" if markdown else "table"
+    # fitted to a terminal, the evidence starts at the message; unfitted, it is the raw line
+    evidence = _message if width is not None else _first_line
     src, dep, eng = obj["source"], obj["deploy"], obj["engine"]
+    started = obj["started_at"].replace("T", " ") + (" (year inferred)" if obj.get("year_inferred") else "") \
+        if obj["started_at"] else "—"
     out = [
-        f"boot {obj['boot']}: {obj['outcome']}",
-        f"  source   {src['path']} lines {src['first_line']}-{src['last_line']} (sha256 {src['sha256'][:12]})",
+        f"boot {obj['boot']}: {paint(obj['outcome']) if colour else obj['outcome']}",
+        f"  source   {src['path']} lines {src['first_line']}-{src['last_line']} (sha256 {(src['sha256'] or '—')[:12]})",
         f"  deploy   commit {dep['commit'] or '—'}  image {dep['image_digest'] or '—'}  label {dep['label'] or '—'}",
         f"  engine   {eng['name']} {eng['version'] or '(version not printed)'}"
         + (f" commit {eng['commit']}" if eng["commit"] else ""),
-        f"  started  {obj['started_at'] or '—'}",
+        f"  started  {started}",
         f"  serving  {obj['runtime']['engine_stats']} stats intervals, {obj['runtime']['spec_decode']} "
         f"spec-decode reports, {obj['access_lines']} access lines, {obj['request_lines']} request lines",
-        "",
     ]
+    if width is not None:  # the header's lines too: a long path or digest is cut (json has it whole)
+        out = out[:1] + [clip(line, width) for line in out[1:]]
+    out.append("")
     if obj["facts"]:
         rows = [{"fact": f["name"] + (f" [{f['pack']}]" if f.get("pack") else ""),
                  "value": _value(f["value"], f["unit"]),
                  "rank": "" if f["rank"] is None else f["rank"], "line": f["line"],
-                 "evidence": f["text"].split("\n")[0].strip()[:160]} for f in obj["facts"]]
-        out += ["facts", render(rows, ["fact", "value", "rank", "line", "evidence"]), ""]
+                 "evidence": evidence(f["text"])[:160]} for f in obj["facts"]]
+        # fact names are never cut; the figure keeps its unit; the evidence gives up width first
+        out += ["facts", render(rows, ["fact", "value", "rank", "line", "evidence"], fmt, width=width,
+                                flexible={"evidence": 16, "value": 12}), ""]
     else:
         out += ["facts: none printed in this log", ""]
     if obj["shape"]:
         rows = [{"key": k, "value": _clip(v if isinstance(v, str) else json.dumps(v)),
                  "from": obj["shape_sources"].get(k, "")}
                 for k, v in sorted(obj["shape"].items())]
-        out += ["shape", render(rows, ["key", "value", "from"]), ""]
+        out += ["shape", render(rows, ["key", "value", "from"], fmt, width=width, flexible=("value",)), ""]
     if obj["failures"]:
         rows = []
         for f in obj["failures"]:
             figures = {k: v for k, v in f.items() if k not in ("kind", "phase", "line", "text", "rank")}
             rows.append({"failure": f["kind"], "phase": f["phase"], "line": f["line"],
                          "figures": figures_text(figures),
-                         "evidence": f["text"].split("\n")[0].strip()[:120]})
-        out += ["failures", render(rows, ["failure", "phase", "line", "figures", "evidence"]), ""]
+                         "evidence": evidence(f["text"])[:120]})
+        out += ["failures", render(rows, ["failure", "phase", "line", "figures", "evidence"], fmt, width=width,
+                                   flexible={"evidence": 16, "figures": 16}), ""]
     if obj.get("checks"):
-        out += ["checks"] + [f"  {c['what']:<18} {c['verdict']:<12} {c['detail']}" for c in obj["checks"]]
+        out += ["checks"] + check_lines(obj["checks"], width, colour)
     return "\n".join(out).rstrip()
+
+
+def _first_line(text: str) -> str:
+    return text.split("\n")[0].strip()
+
+
+def _message(text: str) -> str:
+    """A raw line's first line from its message on: vLLM's ``[file.py:NNN] `` header and what
+    precedes it (process, level, time) dropped, so a narrow column shows the words that carry
+    the figure (the whole raw line is in ``--format json``)."""
+    first = _first_line(text)
+    head = _HEADER.search(first)
+    return first[head.end():] if head else first
 
 
 def _clip(text: str, width: int = 100) -> str:

@@ -16,7 +16,7 @@ import stat
 import sys
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, cast
 
@@ -45,7 +45,8 @@ class Source:
 
     path: str
     sha256: str = ""
-    size: int = 0
+    size: int = 0  # bytes of log text read (decompressed)
+    consumed: int = 0  # bytes of the input itself read (compressed, for .gz/.zst): what a percent of its size counts
     _hasher: hashlib._Hash = field(default_factory=hashlib.sha256, repr=False)
 
     @property
@@ -70,6 +71,7 @@ class Source:
         raw = self._open()
         # a damaged gzip or zstd stream too (zstandard is loaded, by _open, only for zstd input)
         damaged: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error, *_zstd_errors())
+        position = self._position(raw)
         read = getattr(raw, "read1", None) if self.path == "-" else None
         read = read or raw.read
         # sha256 runs in a thread: hashlib lets go of the GIL on large buffers, so the hash
@@ -94,10 +96,12 @@ class Source:
                             chunk = chunk[: cut + 1]
                         pending.put(chunk)
                         self.size += len(chunk)
+                        self.consumed = position()
                         yield chunk
                         continue
                 pending.put(chunk)
                 self.size += len(chunk)
+                self.consumed = position()
                 if carry:
                     chunk = carry + chunk
                 cut = chunk.rfind(b"\n")
@@ -121,13 +125,32 @@ class Source:
             if raw is not sys.stdin.buffer:
                 raw.close()
 
+    def _position(self, raw: BinaryIO) -> Callable[[], int]:
+        """How far into the input itself reading has got: the compressed file's offset under a
+        .gz or .zst reader, else the bytes handed out (a pipe cannot tell)."""
+        inner = self._compressed
+        if inner is not None and inner is not sys.stdin.buffer:
+            def offset() -> int:
+                try:
+                    return inner.tell()
+                except (OSError, ValueError):
+                    return self.size
+            return offset
+        if inner is None and self.path != "-" and isinstance(raw, io.BufferedReader):
+            return raw.tell
+        return lambda: self.size
+
     def _hash(self, pending: queue.Queue[bytes | None]) -> None:
         while (chunk := pending.get()) is not None:
             self._hasher.update(chunk)
 
     def _open(self) -> BinaryIO:
+        self._compressed: BinaryIO | None = None
         if self.path == "-":
-            return sys.stdin.buffer
+            # compressed input is recognised by its magic bytes, on a pipe too
+            stdin = sys.stdin.buffer
+            head = stdin.peek(4)[:4] if hasattr(stdin, "peek") else b""
+            return self._decompressed(stdin, _compression(head), "<stdin>")
         path = self.path
         try:
             st = os.stat(path)
@@ -143,18 +166,22 @@ class Source:
             raise SourceError(f"{path}: permission denied") from None
         except OSError as exc:
             raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
-        kind = _compression(f.peek(4)[:4] if hasattr(f, "peek") else b"")
+        return self._decompressed(f, _compression(f.peek(4)[:4] if hasattr(f, "peek") else b""), path)
+
+    def _decompressed(self, f: BinaryIO, kind: str | None, name: str) -> BinaryIO:
+        """``f`` itself, or a reader that decompresses it (``kind``: "gzip", "zstd" or None)."""
+        if kind is None:
+            return f
+        self._compressed = f
         if kind == "gzip":
             return cast(BinaryIO, gzip.GzipFile(fileobj=f))
-        if kind == "zstd":
-            try:
-                import zstandard
-            except ImportError:  # pragma: no cover - zstandard is a dependency
-                f.close()
-                raise SourceError(f"{path}: is zstd-compressed; install 'zstandard'") from None
-            reader: BinaryIO = zstandard.ZstdDecompressor().stream_reader(f, closefd=True)
-            return reader
-        return f
+        try:
+            import zstandard
+        except ImportError:  # pragma: no cover - zstandard is a dependency
+            f.close()
+            raise SourceError(f"{name}: is zstd-compressed; install 'zstandard'") from None
+        reader: BinaryIO = zstandard.ZstdDecompressor().stream_reader(f, closefd=f is not sys.stdin.buffer)
+        return reader
 
 
 def _zstd_errors() -> tuple[type[Exception], ...]:

@@ -56,7 +56,7 @@ def test_deploy_keys_from_options(db, cli):
 
 def test_bad_image_digest_is_refused(db, cli):
     r = cli("ingest", str(F008), "--image", "latest")
-    assert r.exit_code == 1 and "expected sha256:" in r.output
+    assert r.exit_code == 2 and "expected sha256:" in r.output
 
 
 def test_repo_option_reads_commit_and_dirty_flag(db, cli, tmp_path):
@@ -86,12 +86,13 @@ def test_history_newest_first_with_key_figures(db, cli):
 def test_history_filters_and_formats(db, cli):
     cli("ingest", str(RESTART), "--year", "2026")
     assert len(json.loads(cli("history", "--outcome", "failed", "--format", "json").output)) == 1
-    assert cli("history", "--format", "csv").output.startswith("boot,started,deploy")
+    assert cli("history", "--format", "csv").output.startswith("boot,started_at,year_inferred,deploy")
     assert cli("history", "--format", "markdown").output.startswith("| boot | started")
-    assert json.loads(cli("history", "--since", "2026-09-28 21:06:00", "--format", "json").output)[0]["boot"] == 2
+    assert json.loads(cli("history", "--since", "2026-09-28 21:06:00", "--format", "json").output)[0]["boot"] == "2"
 
 
 def test_history_on_an_empty_ledger(db, cli):
+    cli("db", "upgrade")  # an empty ledger (a read command does not create one)
     assert "no boots in the ledger yet" in cli("history").output
 
 
@@ -106,7 +107,7 @@ def test_show_lists_evidence(db, cli):
 def test_show_unknown_boot_is_one_line(db, cli):
     cli("ingest", str(F008))
     r = cli("show", "99")
-    assert r.exit_code == 1 and r.output.strip() == "Error: 99: no boot or deploy by that id, commit, digest or label"
+    assert r.exit_code == 2 and r.output.strip() == "Error: 99: no boot or deploy by that id, commit, digest or label"
 
 
 def test_export_json_contract(db, cli):
@@ -151,7 +152,7 @@ def test_sql_reads(db, cli):
 def test_sql_cannot_write(db, cli, statement):
     cli("ingest", str(F008))
     r = cli("sql", statement)
-    assert r.exit_code == 1 and "read-only" in r.output
+    assert r.exit_code == 2 and "read-only" in r.output
     assert rows(db, "SELECT count(*) FROM fact") == [(4,)]
 
 
@@ -159,7 +160,7 @@ def test_sql_error_is_one_line(db, cli):
     cli("ingest", str(F008))
     r = cli("sql", "SELECT nope FROM fact")
     out = r.output.strip().splitlines()
-    assert r.exit_code == 1 and len(out) == 1 and out[0].startswith("Error: sql: ") and "nope" in out[0]
+    assert r.exit_code == 2 and len(out) == 1 and out[0].startswith("Error: sql: ") and "nope" in out[0]
 
 
 def test_diff_of_two_real_boots_shows_the_changes(db, cli):
@@ -205,9 +206,9 @@ def test_a_damaged_zstd_file_is_one_line(db, cli, tmp_path):
     bad = tmp_path / "boot.log.zst"
     bad.write_bytes(b"\x28\xb5\x2f\xfd" + F008.read_bytes())  # zstd's magic, then no zstd frame
     r = cli("ingest", str(bad))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     (line,) = r.output.strip().splitlines()
-    assert line.startswith(f"error: {bad}: cannot read: zstd decompress error: ")
+    assert line.startswith(f"Error: {bad}: cannot read: zstd decompress error: ")
 
 
 def test_a_damaged_gzip_file_is_one_line(db, cli, tmp_path):
@@ -215,9 +216,9 @@ def test_a_damaged_gzip_file_is_one_line(db, cli, tmp_path):
     bad = tmp_path / "boot.log.gz"
     bad.write_bytes(data[:20] + bytes(b ^ 0xFF for b in data[20:60]) + data[60:])  # the deflate stream broken
     r = cli("ingest", str(bad))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     (line,) = r.output.strip().splitlines()
-    assert line.startswith(f"error: {bad}: cannot read: ")
+    assert line.startswith(f"Error: {bad}: cannot read: ")
 
 
 def test_stdin(db, cli):
@@ -257,14 +258,14 @@ def test_bad_input_is_one_line_and_leaves_the_ledger_as_it_was(db, cli, tmp_path
     before = rows(db, "SELECT * FROM fact")
     target = make(tmp_path)
     r = cli("ingest", str(target))
-    assert r.exit_code == 1
-    assert r.output.strip().splitlines() == [f"error: {target}: {message}"]
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [f"Error: {target}: {message}"]
     assert rows(db, "SELECT * FROM fact") == before
 
 
 def test_one_bad_file_does_not_stop_the_others(db, cli, tmp_path):
     r = cli("ingest", str(tmp_path / "nope.log"), str(F008))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert "no such file" in r.output and "kv 67,728 tokens" in r.output
     assert rows(db, "SELECT count(*) FROM boot") == [(1,)]
 
@@ -276,7 +277,7 @@ def test_unreadable_file(db, cli, tmp_path):
     p.write_text(F008.read_text())
     p.chmod(0)
     r = cli("ingest", str(p))
-    assert r.exit_code == 1 and "permission denied" in r.output
+    assert r.exit_code == 2 and "permission denied" in r.output
 
 
 @pytest.mark.parametrize("command", [[], ["ingest"], ["history"], ["show"], ["export"], ["sql"], ["diff"],
@@ -289,8 +290,10 @@ def test_every_command_has_help_with_an_example(cli, command):
 
 def test_version(cli):
     from ledger import __version__
+    from parsers.fast.scanner import available_engines
 
-    assert cli("--version").output.strip() == f"ledger, version {__version__}"
+    engine = available_engines()[0]
+    assert cli("--version").output.strip().startswith(f"ledger, version {__version__} (scan engine: {engine}")
 
 
 def test_python_dash_m_ledger(db):

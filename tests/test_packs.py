@@ -177,7 +177,7 @@ def test_grammar_check_command(cli):
 def test_grammar_check_refuses_a_bad_pack_in_one_line(cli, tmp_path):
     p = write(tmp_path, "name = 'x'\n[[rule]]\npattern='a {b:d}'\nsamples=['a x']\n")
     r = cli("grammar", "check", str(p))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.strip() == f"Error: {p}: rule 1: sample 'a x' does not match pattern 'a {{b:d}}'"
 
 

@@ -18,7 +18,7 @@ FIVE = ROOT / "fixtures" / "reconcile" / "fp8-5x262144-runtime-oom.log"
 def test_an_unwritable_output_path_is_one_line(db, cli, tmp_path):
     cli("ingest", str(FIVE))
     r = cli("plot", "runtime", "1", "-o", str(tmp_path / "missing-dir" / "x.png"))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.strip().splitlines() == [f"Error: {tmp_path / 'missing-dir' / 'x.png'}: cannot write: "
                                              "No such file or directory"]
 
@@ -29,7 +29,7 @@ def test_the_suffix_picks_svg_or_png(db, cli, tmp_path):
     svg = (tmp_path / "r.svg").read_text()
     assert "<svg" in svg and "log time" in svg and "decode throughput" in svg
     r = cli("plot", "runtime", "1", "-o", str(tmp_path / "r.jpg"))
-    assert r.exit_code == 1 and "write .png or .svg" in r.output
+    assert r.exit_code == 2 and "write .png or .svg" in r.output
 
 
 def test_runtime_chart_marks_the_crash(db, cli, tmp_path):
@@ -52,7 +52,7 @@ def test_deploy_chart(db, cli, tmp_path):
     assert cli("plot", "deploy", "fp8-5slot", "-o", str(out)).exit_code == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = cli("plot", "deploy", "nothing-like-it", "-o", str(out))
-    assert r.exit_code == 1 and "no deploy by that id, commit, digest or label" in r.output
+    assert r.exit_code == 2 and "no deploy by that id, commit, digest or label" in r.output
 
 
 def test_a_figure_a_boot_did_not_print_is_missing_not_zero(db):

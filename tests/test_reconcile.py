@@ -234,7 +234,7 @@ def test_deploy_set_again_replaces_the_value(seeded, cli):
 
 def test_a_refused_deploy_set_keeps_none_of_its_settings(seeded, cli):
     r = cli("deploy", "set", BOOTS[0], "card_ceiling_bytes=30GiB", "kv_reference_boot=999")
-    assert r.exit_code == 1 and "no such boot" in r.output
+    assert r.exit_code == 2 and "no such boot" in r.output
     assert view(seeded, "SELECT key FROM deploy_setting") == []
 
 
@@ -249,4 +249,4 @@ def test_predict_with_a_config_uses_the_exact_allocator(cli, tmp_path):
 
 def test_predict_needs_a_cost(cli):
     r = cli("predict", "--kv-bytes", "7.3e9")
-    assert r.exit_code == 1 and "give --like BOOT, --bytes-per-token N, or --config" in r.output
+    assert r.exit_code == 2 and "give --like BOOT, --bytes-per-token N, or --config" in r.output

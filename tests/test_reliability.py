@@ -205,7 +205,7 @@ def test_sql_refuses_everything_that_writes(db, cli, statement, message):
     cli("ingest", str(F008))
     before = rows(db, "SELECT count(*) FROM fact")
     r = cli("sql", statement)
-    assert r.exit_code == 1 and message in r.output and len(r.output.strip().splitlines()) == 1
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1
     assert rows(db, "SELECT count(*) FROM fact") == before
     assert not Path("/tmp/ledger-attack.db").exists() and not Path("/tmp/ledger-copy.db").exists()
 
@@ -216,7 +216,7 @@ def test_sql_cannot_change_the_ledger_on_any_database(db, cli, statement):
     cli("ingest", str(F008))
     before = rows(db, "SELECT count(*) FROM fact")
     r = cli("sql", statement)
-    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
     assert "read-only" in r.output or "one statement at a time" in r.output
     assert rows(db, "SELECT count(*) FROM fact") == before
 
@@ -242,7 +242,7 @@ def test_a_database_error_while_writing_is_one_line_and_keeps_nothing(db, cli, m
 
     monkeypatch.setattr(writing, target, fail)
     r = cli("ingest", str(F008))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.strip() == f"Error: ledger database error: {error} ({hint})"
     assert rows(db, "SELECT count(*) FROM boot") == [(0,)]
 
@@ -252,7 +252,7 @@ def test_a_read_only_ledger_file(db, cli):
     cli("ingest", str(F008))
     os.chmod(db, 0o444)
     r = cli("ingest", str(next(REAL.glob("017_*.log"))))
-    assert r.exit_code == 1 and "read-only" in r.output
+    assert r.exit_code == 2 and "read-only" in r.output
 
 
 # -- moving a ledger ----------------------------------------------------------------------------------
@@ -293,7 +293,7 @@ def test_the_whole_ingest_never_raises_past_the_cli(tmp_path, data):
     log.write_bytes(data)
     db = str(tmp_path / f"{uuid.uuid4().hex}.db")  # a fresh ledger per example
     r = CliRunner().invoke(main, ["ingest", "--db", db, "--year", "2026", str(log)], catch_exceptions=True)
-    assert r.exit_code in (0, 1)
+    assert r.exit_code in (0, 2)
     assert r.exception is None or isinstance(r.exception, SystemExit)
     assert "Traceback" not in r.output
     text = data.decode("utf-8", errors="replace")

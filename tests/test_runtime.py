@@ -92,7 +92,7 @@ def test_plot_history_writes_a_chart(db, cli, tmp_path):
 def test_plot_without_samples_is_one_line(db, cli, tmp_path):
     cli("ingest", str(RESTART))
     r = cli("plot", "runtime", "1", "-o", str(tmp_path / "x.png"))
-    assert r.exit_code == 1 and "no stats intervals to plot" in r.output
+    assert r.exit_code == 2 and "no stats intervals to plot" in r.output
 
 
 def test_stdin_stores_each_boot_as_it_completes(db):

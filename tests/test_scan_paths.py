@@ -355,7 +355,7 @@ def test_a_ledger_that_cannot_open_stops_the_early_scan(tmp_path):
     log = tmp_path / "large.log"
     log.write_bytes(text * (ScanOptions().large_file_bytes // len(text) + 1))
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "file" / "ledger.db"), "ingest", str(log)])
-    assert result.exit_code == 1 and result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "Traceback" not in result.output
     assert _no_children_left()
 
 

@@ -121,7 +121,7 @@ def _digest(path) -> str:
 def test_an_ingest_into_a_newer_ledger_is_refused_untouched(newer_ledger, cli):
     before = _digest(newer_ledger)
     r = cli("ingest", "--db", str(newer_ledger), str(F008))
-    assert r.exit_code == 1 and "newer than this version of ledger knows" in r.output
+    assert r.exit_code == 2 and "newer than this version of ledger knows" in r.output
     assert len(r.output.strip().splitlines()) == 1
     assert _digest(newer_ledger) == before
 
@@ -190,7 +190,7 @@ def test_db_current_and_upgrade_commands(db, cli):
 
 def test_db_current_without_a_ledger_says_so(tmp_path, cli):
     r = cli("db", "current", "--db", str(tmp_path / "none.db"))
-    assert r.exit_code == 1 and "no ledger here yet" in r.output
+    assert r.exit_code == 2 and "no ledger here yet" in r.output
 
 
 def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path):
@@ -235,13 +235,13 @@ def test_bad_ledger_locations_are_one_line_at_the_cli(cli, tmp_path):
     for target, message in ((tmp_path, "is a directory, not a ledger database"),
                             (notes, "is not a ledger database (not an SQLite file)")):
         r = cli("history", "--db", str(target))
-        assert r.exit_code == 1
+        assert r.exit_code == 2
         assert r.output.strip() == f"Error: {target}: {message}"
 
 
 def test_an_unreachable_postgresql_server_is_one_line(cli):
     r = cli("history", "--db", "postgresql+psycopg://nobody@127.0.0.1:1/none")
-    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
     assert r.output.startswith("Error: ") and "Traceback" not in r.output
 
 
@@ -278,7 +278,7 @@ def test_another_programs_sqlite_file_is_refused_untouched(tmp_path, cli):
     before = _digest(path)
     for command in (["ingest", str(F008)], ["history"]):
         r = cli(*command, "--db", str(path))
-        assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
         assert "is not a ledger database (it holds other tables and no ledger schema)" in r.output
     assert _digest(path) == before
     con = sqlite3.connect(path)

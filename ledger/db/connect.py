@@ -90,7 +90,9 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
         sqlite.check_target(path, create)
     try:
         engine = create_engine(url, future=True)
-    except (ArgumentError, ImportError) as exc:
+    except ImportError as exc:
+        raise missing_driver(exc) from None
+    except ArgumentError as exc:
         raise LedgerError(f"{url}: cannot open: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", sqlite.apply_settings)
@@ -109,6 +111,19 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
             raise
         raise error from None
     return ledger
+
+
+# a driver module -> the extra that installs it
+DRIVER_EXTRAS = {"psycopg": "postgres", "psycopg2": "postgres", "psycopg_binary": "postgres"}
+
+
+def missing_driver(exc: ImportError) -> LedgerError:
+    """The error for a database driver that is not installed, naming what to install."""
+    module = (exc.name or "").split(".")[0] or "the database driver"
+    extra = DRIVER_EXTRAS.get(module)
+    if extra:
+        return LedgerError(f"the database driver {module} is not installed: pip install 'vllm-ledger[{extra}]'")
+    return LedgerError(f"the database driver {module} is not installed (pip install {module})")
 
 
 def open_writer(db: str | None = None) -> Writer:

@@ -124,3 +124,15 @@ def backup(path: Path, rev: str) -> Path:
     finally:
         src.close()
     return target
+
+
+def completions(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
+    """Boot ids (with a one-word hint: the outcome) and deploy labels of a SQLite ledger, for
+    shell completion; read on a read-only connection (completion changes nothing)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        ids = [(r[0], r[1] or "") for r in conn.execute("SELECT id, outcome FROM boot ORDER BY id DESC LIMIT 200")]
+        labels = [r[0] for r in conn.execute("SELECT DISTINCT label FROM deploy WHERE label IS NOT NULL ORDER BY label")]
+        return ids, labels
+    finally:
+        conn.close()

@@ -204,3 +204,72 @@ def put_deploy_settings(writer: Writer, deploy: int, settings: list[tuple[str, s
             return dict(cur.fetchall())
 
     return retrying(write)
+
+
+def delete_deploy_settings(writer: Writer, deploy: int, keys: list[str]) -> dict[str, str]:
+    """Remove settings of a deploy, in one transaction; every setting it has now."""
+    q = writer.mark
+
+    def write() -> dict[str, str]:
+        with writer.transaction() as cur:
+            cur.executemany(f'DELETE FROM deploy_setting WHERE deploy_id = {q} AND "key" = {q}',
+                            [(deploy, key) for key in keys])
+            cur.execute(f'SELECT "key", value FROM deploy_setting WHERE deploy_id = {q}', (deploy,))
+            return dict(cur.fetchall())
+
+    return retrying(write)
+
+
+def set_deploy_label(writer: Writer, deploy: int, label: str) -> None:
+    """Relabel a deploy.  A deploy known by its label alone (identity ``label=<label>``) takes
+    the new identity with it, so a later ``ingest --label NEW`` finds it; refused if another
+    deploy has that label."""
+    q = writer.mark
+
+    def write() -> None:
+        with writer.transaction() as cur:
+            cur.execute(f"SELECT id FROM deploy WHERE (label = {q} OR identity = {q}) AND id != {q}",
+                        (label, f"label={label}", deploy))
+            if cur.fetchone() is not None:
+                raise LedgerError(f"{label}: another deploy has that label")
+            cur.execute(f"SELECT identity FROM deploy WHERE id = {q}", (deploy,))
+            identity = cur.fetchone()[0]
+            if identity.startswith("label="):
+                cur.execute(f"UPDATE deploy SET label = {q}, identity = {q} WHERE id = {q}",
+                            (label, f"label={label}", deploy))
+            else:
+                cur.execute(f"UPDATE deploy SET label = {q} WHERE id = {q}", (label, deploy))
+
+    retrying(write)
+
+
+BOOT_CHILDREN = ("shape", "fact", "failure", "runtime_sample")  # every table that holds a boot's rows
+
+
+def delete_boots(writer: Writer, boot_ids: list[int]) -> int:
+    """Remove boots with their shape, facts, failures and runtime samples, all in one
+    transaction (the rows are deleted by name, not left to ON DELETE CASCADE: SQLite honours
+    it only with foreign keys on).  Refused — nothing removed — if a boot is missing or is a
+    deploy's pinned ``kv_reference_boot``.  How many boots were removed."""
+    q = writer.mark
+    ids = sorted(set(boot_ids))
+    marks = ", ".join([q] * len(ids))
+
+    def write() -> int:
+        with writer.transaction() as cur:
+            cur.execute(f"SELECT id FROM boot WHERE id IN ({marks})", ids)
+            missing = sorted(set(ids) - {r[0] for r in cur.fetchall()})
+            if missing:
+                raise LedgerError(f"no boot {', '.join(map(str, missing))} in the ledger; nothing removed")
+            cur.execute("SELECT deploy_id, value FROM deploy_setting WHERE \"key\" = 'kv_reference_boot'")
+            pinned = [(d, v) for d, v in cur.fetchall() if v.strip().isdigit() and int(v) in ids]
+            if pinned:
+                d, v = pinned[0]
+                raise LedgerError(f"boot {v} is the pinned kv_reference_boot of deploy {d} (ledger deploy unset "
+                                  f"DEPLOY kv_reference_boot first); nothing removed")
+            for table in BOOT_CHILDREN:
+                cur.execute(f"DELETE FROM {table} WHERE boot_id IN ({marks})", ids)
+            cur.execute(f"DELETE FROM boot WHERE id IN ({marks})", ids)
+            return cur.rowcount
+
+    return retrying(write)

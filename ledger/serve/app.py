@@ -43,6 +43,7 @@ def _environment() -> Environment:
     env.filters["pct"] = lambda v: "—" if v is None else f"{v:.1f} %"
     env.filters["duration"] = lambda v: "—" if v is None else str(dt.timedelta(seconds=int(v)))
     env.filters["figures"] = figures_text
+    env.filters["when"] = _when
     env.filters["js"] = lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
     env.globals["FAILING"] = data.FAILING
     return env
@@ -197,6 +198,14 @@ class ReadOnly:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _when(iso_time: str | None, year_inferred: bool | None = False) -> str:
+    """An output-contract time (ISO 8601) as the terminal shows it: to the minute, ``*`` where
+    the year was inferred, ``—`` where the log printed none."""
+    if not iso_time:
+        return "—"
+    return iso_time[:16].replace("T", " ") + ("*" if year_inferred else "")
 
 
 def _short(value: Any, unit: str = "") -> str:

@@ -60,7 +60,7 @@ def deploys(ledger: Ledger) -> list[dict[str, Any]]:
         counts = dict(s.execute(select(B.deploy_id, func.count()).group_by(B.deploy_id)).all())
         deps = {d.id: d for d in s.execute(select(m.Deploy)).scalars()}
     ids = [bid for bid, _ in latest.values()]
-    rows_by_boot = {r["boot"]: r for r in history(ledger, boot_ids=ids)} if ids else {}
+    rows_by_boot = {int(r["boot"]): r for r in history(ledger, boot_ids=ids)} if ids else {}
     # the history rows carry the KV and capacity verdicts; the ceilings' view is cheap (the KV
     # reconciliation view is the costly one: it is evaluated once, by history)
     ceilings = {r["boot_id"]: r for r in view_rows(ledger, "budget_ceilings", ids)} if ids else {}
@@ -108,17 +108,17 @@ def deploy(ledger: Ledger, ref: str) -> dict[str, Any]:
     return {"deploy": obj, "settings": settings, "boots": rows, "figures": boot_figures(ledger, ids)}
 
 
-def boot_figures(ledger: Ledger, boot_ids: list[int]) -> dict[int, dict[str, Any]]:
-    """Per boot, the charted figures its history row lacks (the facts.md summary of each),
-    null where not printed."""
+def boot_figures(ledger: Ledger, boot_ids: list[int]) -> dict[str, dict[str, Any]]:
+    """Per boot (keyed by its id as the output contract writes it: a string), the charted
+    figures its history row lacks (the facts.md summary of each), null where not printed."""
     from ..queries import boot_summaries, export_value
 
     with ledger.Session() as s:
         sums = boot_summaries(s, boot_ids)
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for bid in boot_ids:
         facts = sums.get(bid, {})
-        out[bid] = {col: export_value(facts[name].value, facts[name].unit) if name in facts else None
+        out[str(bid)] = {col: export_value(facts[name].value, facts[name].unit) if name in facts else None
                     for col, name in EXTRA_FACTS.items()}
     return out
 
@@ -158,15 +158,15 @@ def choices(ledger: Ledger) -> list[dict[str, Any]]:
 # -- chart frames -----------------------------------------------------------------------------------
 
 
-def boots_frame(ledger: Ledger, rows: list[dict[str, Any]], figures: dict[int, dict[str, Any]] | None = None
+def boots_frame(ledger: Ledger, rows: list[dict[str, Any]], figures: dict[str, dict[str, Any]] | None = None
                 ) -> pd.DataFrame:
     """One row per boot — started (datetime), boot, deploy, outcome and the charted figures —
     oldest first, from ``history`` rows."""
     import pandas as pd
 
-    figures = figures if figures is not None else boot_figures(ledger, [r["boot"] for r in rows])
+    figures = figures if figures is not None else boot_figures(ledger, [int(r["boot"]) for r in rows])
     frame = pd.DataFrame([{"boot": r["boot"], "deploy": r["deploy"], "outcome": r["outcome"],
-                           "started": (r["started"] or "").rstrip("*") or None,
+                           "started": r["started_at"],
                            **{col: r.get(col) for col in BOOT_SERIES}, **figures.get(r["boot"], {})}
                           for r in rows],
                          columns=["boot", "deploy", "outcome", "started", *BOOT_SERIES])
@@ -191,7 +191,7 @@ def deploy_frame(ledger: Ledger, ref: str, obj: dict[str, Any] | None = None) ->
     obj = obj if obj is not None else deploy(ledger, ref)
     if not obj["boots"]:
         raise LedgerError(f"{ref}: that deploy has no boots")
-    figures = {int(k): v for k, v in obj["figures"].items()}
+    figures = {str(k): v for k, v in obj["figures"].items()}
     return boots_frame(ledger, obj["boots"], figures), f"deploy {obj['deploy']['name']}: {_boots(len(obj['boots']))}"
 
 
