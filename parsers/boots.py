@@ -167,11 +167,14 @@ class BootAssembler:
 
     def __init__(self, default_year: int | None = None,
                  runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None,
-                 counts_after_scan: bool = False):
+                 counts_after_scan: bool = False, not_after: str | None = None):
         self.boots: list[Boot] = []
         self.current: Boot | None = None
         self.first_line = 1
         self.default_year = default_year
+        # when the default year is the file's own (its modification time), a boot it would put
+        # after that moment was logged the year before: a log is not written before it happens
+        self.not_after = not_after
         # with a sink, runtime samples leave as they come (in line order, a list at a time)
         # instead of piling up in the boot
         self.runtime_sink = runtime_sink
@@ -460,6 +463,11 @@ class BootAssembler:
                 break
         boot.year_inferred = year is None
         year = year or self.default_year
+        if boot.year_inferred and year is not None and self.not_after is not None:
+            first = next((s for s in (work.first_ts, work.ready_ts, work.last_ts) if s), None)
+            stamped = _stamp(first, year)
+            if stamped is not None and stamped > self.not_after:
+                year -= 1
         if work.first_ts is not None:
             boot.started_printed, boot.started_year = work.first_ts
         boot.started_at = _stamp(work.first_ts, year)

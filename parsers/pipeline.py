@@ -61,8 +61,9 @@ class Parse:
     run must be closed."""
 
     def __init__(self, source: Source, rules: RuleSet | None = None, year: int | None = None,
-                 options: ScanOptions = DEFAULT):
+                 options: ScanOptions = DEFAULT, not_after: str | None = None):
         self.source, self.year, self.options = source, year, options
+        self.not_after = not_after  # see BootAssembler: an inferred year stays before this time
         self.rules = rules = rules or builtin_ruleset()
         self.scanner = scanner_for(rules, options.engine)
         self.header_lines = 0  # an excerpt header ("# ..." up to "# ---") is not log text
@@ -180,7 +181,8 @@ class Parse:
         keeping them."""
         try:
             self.progress = progress
-            assembler = BootAssembler(self.year, runtime_sink, counts_after_scan=self.counts_after_scan)
+            assembler = BootAssembler(self.year, runtime_sink, counts_after_scan=self.counts_after_scan,
+                                      not_after=self.not_after)
             for item in self.items():
                 for boot in assembler.consume(item):
                     if on_boot:
@@ -194,21 +196,31 @@ class Parse:
             self.close()
 
 
-def default_year(path: str) -> int:
-    """The year vLLM's MM-DD timestamps lack: the file's modification year, else this year."""
+def written_at(path: str) -> _dt.datetime:
+    """When the log was last written: the file's modification time, else now (stdin)."""
     try:
         if path != "-":
-            return _dt.datetime.fromtimestamp(os.stat(path).st_mtime).year
+            return _dt.datetime.fromtimestamp(os.stat(path).st_mtime)
     except OSError:
         pass
-    return _dt.date.today().year
+    return _dt.datetime.now()
+
+
+def default_year(path: str) -> int:
+    """The year vLLM's MM-DD timestamps lack: the file's modification year, else this year."""
+    return written_at(path).year
 
 
 def start(path: str, rules: RuleSet | None = None, year: int | None = None,
           options: ScanOptions = DEFAULT) -> Parse:
     """Start parsing ``path`` (plain, .gz or .zst; '-' for stdin) now; ``run()`` the result.
-    ``year``: the year of vLLM's MM-DD timestamps (default: the file's modification year)."""
-    return Parse(Source(path), rules, year or default_year(path), options)
+    ``year``: the year of vLLM's MM-DD timestamps (default: the year the file was last written,
+    one earlier for a boot whose month and day would fall after that moment)."""
+    if year:
+        return Parse(Source(path), rules, year, options)
+    written = written_at(path)
+    return Parse(Source(path), rules, written.year, options,
+                 not_after=written.strftime("%Y-%m-%d %H:%M:%S"))
 
 
 def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,

@@ -564,12 +564,9 @@ def test_a_stored_boot_is_said_above_the_bar_not_on_it(monkeypatch):
     assert out.getvalue() == "boot 1  ready\n"
 
 
-# -- left for the integrator (parsers/ is being rewritten on `pipeline`) -------------------------
+# -- the year vLLM does not print ----------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="integrator: parsers' default year (parsers._default_year / the boot "
-                                       "assembler) must step back a year when the month-day would fall after "
-                                       "the file's modification time; parsers/ is rewritten on `pipeline`")
 def test_an_inferred_year_is_never_later_than_the_files_mtime(tmp_path):
     import datetime as dt
     import os
