@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     ledger = shutil.which("ledger") or sys.exit("install ledger first (pip install .)")
-    import parsers
+    from ledger import parsers
 
     results = {}
     for label, files in (("one boot log (synthetic, 43 lines, 2 boots)", [SYNTH]),

@@ -62,8 +62,9 @@ def main() -> None:
     args = ap.parse_args()
     ledger = shutil.which("ledger") or sys.exit("install ledger first (pip install '.[fast]')")
     sys.path.insert(0, str(ROOT))
-    import parsers
-    from parsers.fast.scanner import available_engines
+    from ledger.parsers.fast.scanner import available_engines
+
+    from ledger import parsers
 
     rules = parsers.builtin_ruleset()
     work = Path(args.keep or tempfile.mkdtemp(prefix="ledger-bench-"))

@@ -105,7 +105,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     raised if its module was imported: looking in sys.modules spares every read command the
     parsers' import (most of a tenth of a second) just to name the classes."""
     types: list[type[Exception]] = [LedgerError]
-    for module, name in (("parsers.packs", "PackError"), ("parsers.source", "SourceError")):
+    for module, name in (("ledger.parsers.packs", "PackError"), ("ledger.parsers.source", "SourceError")):
         loaded = sys.modules.get(module)
         if loaded is not None:
             types.append(getattr(loaded, name))
@@ -126,7 +126,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     pure-Python fallback where no Hyperscan wheel exists)."""
     if not value or ctx.resilient_parsing:
         return
-    from parsers.fast.scanner import available_engines
+    from ledger.parsers.fast.scanner import available_engines
 
     engine = available_engines()[0]
     note = "" if engine == "hyperscan" else ", no Hyperscan wheel installed"
@@ -190,8 +190,8 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
       ledger ingest --grammar radiance --label bf16-2slot boot.log
       ledger ingest boot.log --format json    # the stored boots as export objects
     """
-    import parsers
-    from parsers.packs import discover, pack_rules
+    from ledger import parsers
+    from ledger.parsers.packs import discover, pack_rules
 
     if as_json:
         fmt = "json"
@@ -327,8 +327,8 @@ def _streamed(path: str, as_json: bool, progress: _Progress | None):
 
 
 def _boot_line(bid: int, boot, path: str) -> str:
-    from parsers.units import format_bytes
-    from parsers.vocabulary import FactName
+    from ledger.parsers.units import format_bytes
+    from ledger.parsers.vocabulary import FactName
 
     parts = [f"boot {bid}", f"{boot.outcome:<10}"]
     parts.append(f"vLLM {boot.engine_version}" if boot.engine_version else "vLLM ?")
@@ -542,7 +542,7 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
 
 
 def _bytes_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    from parsers.units import UnitError, human_bytes
+    from ledger.parsers.units import UnitError, human_bytes
 
     if value is None:
         return None
@@ -611,7 +611,7 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
 
         click.echo(document(p.to_json(), fmt, str))
         return
-    from parsers.units import format_bytes
+    from ledger.parsers.units import format_bytes
 
     out = [f"cost         {p.bytes_per_token:,.2f} B/token ({p.cost_from})" if p.bytes_per_token else "",
            f"budget       {p.budget_bytes:,.0f} B ({format_bytes(p.budget_bytes)})",
@@ -948,8 +948,8 @@ def grammar_list(grammars: tuple[str, ...], fmt: str) -> None:
     Example:
       LEDGER_GRAMMARS=~/packs ledger grammar list
     """
-    from parsers.packs import BUNDLED_DIR, discover
-    from parsers.vllm import BUILTIN_RULES
+    from ledger.parsers.packs import BUNDLED_DIR, discover
+    from ledger.parsers.vllm import BUILTIN_RULES
 
     from .render import rows_text
 
@@ -988,7 +988,7 @@ def grammar_check(pack: str, logs: tuple[str, ...], max_unclaimed: int, fmt: str
     """
     from pathlib import Path
 
-    from parsers.packs import Pack, check, load_pack, resolve
+    from ledger.parsers.packs import Pack, check, load_pack, resolve
 
     from .render import json_text, rows_text
 

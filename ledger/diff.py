@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.units import format_bytes
+from ledger.parsers.units import format_bytes
 
 from .db.connect import Ledger
 from .queries import INTEGER_UNITS, boot_summaries, deploy_name, export_value, resolve_boot

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import parsers
-from parsers.rules import RuleSet
+from ledger import parsers
+from ledger.parsers.rules import RuleSet
 
 from .errors import LedgerError
 

@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import false, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from parsers.units import format_bytes
-from parsers.vocabulary import FactName, summarize
+from ledger.parsers.units import format_bytes
+from ledger.parsers.vocabulary import FactName, summarize
 
 from .db import models as m
 from .db.connect import Ledger

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from parsers.units import UnitError, human_bytes
+from ledger.parsers.units import UnitError, human_bytes
 
 from .allocator import Geometry, allocate, budget_for_tokens
 from .db import models as m

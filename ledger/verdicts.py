@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, text
 
-from parsers.units import format_bytes
+from ledger.parsers.units import format_bytes
 
 from .db.connect import Ledger
 from .errors import LedgerError

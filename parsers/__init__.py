@@ -3,7 +3,7 @@
 No database, no pandas, no click: ``parsers.parse_file(path) -> list[Boot]`` works alone
 (from the repository's folder, on one of its real fixtures):
 
-    >>> import parsers
+    >>> from ledger import parsers
     >>> boots = parsers.parse_file("fixtures/real/018_v1-0.8.5-compose-qwen3-tp2-capture-crash.log")
     >>> [(boot.outcome, boot.first_line, boot.last_line) for boot in boots]
     [(<Outcome.failed: 'failed'>, 11, 19)]
@@ -13,7 +13,7 @@ No database, no pandas, no click: ``parsers.parse_file(path) -> list[Boot]`` wor
     ['worker_died@graph_capture']
 
 This module only names the public API; each name loads its module on first use, so
-``import parsers.units`` (say) loads nothing else.  The modules, from bytes to boots:
+``import ledger.parsers.units`` (say) loads nothing else.  The modules, from bytes to boots:
 ``source`` (reading) -> ``fast`` (finding lines; ``ScanOptions``) -> ``lines`` (the line model)
 -> ``rules`` + ``vllm`` + ``packs`` (the grammar) -> ``items`` (the stream) -> ``boots`` (the
 assembler) -> ``pipeline`` (all of it for one source).  ``vocabulary`` and ``units`` name and
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'parsers' has no attribute {name!r}")
+        raise AttributeError(f"module 'ledger.parsers' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value  # the next look-up is a plain one
     return value

@@ -20,7 +20,7 @@ REAL = ROOT / "fixtures" / "real"
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))  # run as a script from a checkout; tests use the installed package
 
-import parsers  # noqa: E402
+from ledger import parsers  # noqa: E402
 
 
 def golden_path(log: Path) -> Path:

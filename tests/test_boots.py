@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import SYNTH
 
-import parsers
+from ledger import parsers
 
 RESTART = SYNTH / "journald-restart-capture-oom-then-ready.log"
 

@@ -289,8 +289,9 @@ def test_every_command_has_help_with_an_example(cli, command):
 
 
 def test_version(cli):
+    from ledger.parsers.fast.scanner import available_engines
+
     from ledger import __version__
-    from parsers.fast.scanner import available_engines
 
     engine = available_engines()[0]
     assert cli("--version").output.strip().startswith(f"ledger, version {__version__} (scan engine: {engine}")

@@ -1,5 +1,5 @@
 """The examples people copy run as written: the README's ``pycon`` blocks and every ``>>>`` example
-in a docstring of ``ledger`` or ``parsers``, from the repository's folder, on the ledger the
+in a docstring of ``ledger`` (``ledger.parsers`` too), from the repository's folder, on the ledger the
 README's quick start fills (``ledger ingest fixtures/real/*.log`` into a new ledger)."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import pytest
 from conftest import REAL, ROOT
 
 import ledger
-import parsers
 
 # fenced ```pycon blocks: interactive sessions with their output
 _PYCON_BLOCK = re.compile(r"^```pycon\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -22,16 +21,16 @@ _FLAGS = doctest.NORMALIZE_WHITESPACE
 
 
 def _modules_with_examples() -> list[str]:
-    """Every module of both packages whose docstrings hold a ``>>>`` example (``__main__`` runs
-    the CLI when imported; the migrations are Alembic's scripts, not a library)."""
+    """Every module of the package (the parsers are ``ledger.parsers``) whose docstrings hold a
+    ``>>>`` example (``__main__`` runs the CLI when imported; the migrations are Alembic's
+    scripts, not a library)."""
     names = []
-    for package in (ledger, parsers):
-        found = pkgutil.walk_packages(package.__path__, package.__name__ + ".")
-        for name in [package.__name__] + [info.name for info in found]:
-            if name.endswith(".__main__") or name.startswith("ledger.migrations"):
-                continue
-            if any(test.examples for test in doctest.DocTestFinder().find(importlib.import_module(name))):
-                names.append(name)
+    found = pkgutil.walk_packages(ledger.__path__, "ledger.")
+    for name in ["ledger"] + [info.name for info in found]:
+        if name.endswith(".__main__") or name.startswith("ledger.migrations"):
+            continue
+        if any(test.examples for test in doctest.DocTestFinder().find(importlib.import_module(name))):
+            names.append(name)
     return names
 
 
@@ -66,7 +65,7 @@ def test_the_readme_examples_run_as_shown(quick_start):
 def test_the_modules_with_examples_include_the_two_entry_points():
     """The module list below is found, not written out: it must at least hold the two documented
     ways in, or the parametrized test would check nothing."""
-    assert {"parsers", "ledger.frames"} <= set(_modules_with_examples())
+    assert {"ledger.parsers", "ledger.frames"} <= set(_modules_with_examples())
 
 
 @pytest.mark.parametrize("name", _modules_with_examples())

@@ -1,6 +1,6 @@
 """Shape dumps read whole, cut short, or holding non-literal reprs."""
 
-from parsers.dumps import parse_dict_repr, parse_keyvalue_repr
+from ledger.parsers.dumps import parse_dict_repr, parse_keyvalue_repr
 
 
 def test_complete_dict():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from conftest import REAL
 
-import parsers
+from ledger import parsers
 
 
 def real(prefix: str):

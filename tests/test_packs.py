@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 from conftest import ROOT
+from ledger.parsers.packs import PackError, check, discover, load_pack, longest_literal, pack_rules
 
-import parsers
-from parsers.packs import PackError, check, discover, load_pack, longest_literal, pack_rules
+from ledger import parsers
 
 RADIANCE = ROOT / "fixtures" / "radiance"
 FP8 = RADIANCE / "fp8-3x200k-ready.log"

@@ -17,7 +17,7 @@ from dbutil import IS_PG, rows, sqlite_only
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import parsers
+from ledger import parsers
 
 LOGS = sorted(REAL.glob("*.log"))
 F008 = next(REAL.glob("008_*.log"))

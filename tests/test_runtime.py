@@ -128,8 +128,9 @@ def test_stdin_stores_each_boot_as_it_completes(db):
 
 
 def test_the_spool_spills_to_disk_and_gives_everything_back():
+    from ledger.parsers import RuntimeSample
+
     from ledger.db.staging import SampleSpool, Staging
-    from parsers import RuntimeSample
 
     spool = SampleSpool(Staging(None))
     spool.LIMIT = 10
@@ -143,7 +144,7 @@ def test_the_spool_spills_to_disk_and_gives_everything_back():
 
 @pytest.mark.parametrize("limit", [7, 10_000])  # staged (copied in by the database), or straight from memory
 def test_every_runtime_sample_is_stored_as_the_parser_read_it(db, cli, tmp_path, monkeypatch, limit):
-    import parsers
+    from ledger import parsers
     from ledger.db.staging import SampleSpool
 
     log = tmp_path / "runtime.log"
@@ -161,7 +162,7 @@ def test_every_runtime_sample_is_stored_as_the_parser_read_it(db, cli, tmp_path,
 
 
 def test_two_boots_with_staged_samples_each_keep_their_own(db, cli, tmp_path, monkeypatch):
-    import parsers
+    from ledger import parsers
     from ledger.db.staging import SampleSpool
 
     one, two = tmp_path / "one.log", tmp_path / "two.log"

@@ -10,16 +10,16 @@ import pytest
 from conftest import ROOT
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from ledger.parsers.fast.child import ChildScan
+from ledger.parsers.fast.options import ScanOptions
+from ledger.parsers.fast.scanner import available_engines
+from ledger.parsers.items import RuntimeRun
+from ledger.parsers.lines import fast_line
+from ledger.parsers.rules import RuleSet
+from ledger.parsers.vllm import BUILTIN_RULES
 from reference import reference_boots
 
-import parsers
-from parsers.fast.child import ChildScan
-from parsers.fast.options import ScanOptions
-from parsers.fast.scanner import available_engines
-from parsers.items import RuntimeRun
-from parsers.lines import fast_line
-from parsers.rules import RuleSet
-from parsers.vllm import BUILTIN_RULES
+from ledger import parsers
 
 FIXTURES = sorted((ROOT / "fixtures").glob("*/*.log"))
 
@@ -360,7 +360,7 @@ def test_a_ledger_that_cannot_open_stops_the_early_scan(tmp_path):
 
 
 def test_a_fast_shape_names_its_figures_from_the_vocabulary():
-    from parsers.rules import FastShape
+    from ledger.parsers.rules import FastShape
 
     with pytest.raises(ValueError, match="no series 'running'"):
         FastShape("engine_stats", r"Running: (?P<running>\d+) reqs", {"running": int})

@@ -43,7 +43,8 @@ def test_the_column_lists_name_every_column_of_every_table():
 
 
 def test_every_runtime_series_of_the_vocabulary_has_its_column():
+    from ledger.parsers.vocabulary import RUNTIME_SERIES
+
     from ledger.db.staging import SERIES_COLUMNS
-    from parsers.vocabulary import RUNTIME_SERIES
 
     assert sorted(SERIES_COLUMNS) == sorted(RUNTIME_SERIES)

@@ -196,7 +196,7 @@ def test_db_current_without_a_ledger_says_so(tmp_path, cli):
 def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path):
     """One transaction per boot: an error half-way through (the boot row and two facts are
     written when the third fact breaks a constraint) writes no part of the boot."""
-    import parsers
+    from ledger import parsers
     from ledger.db import writes as writing
     from ledger.db.connect import open_writer
 
@@ -214,7 +214,7 @@ def test_a_boot_that_fails_to_store_leaves_nothing(tmp_path):
 
 
 def test_a_fact_value_that_is_not_a_number_is_refused(tmp_path):
-    import parsers
+    from ledger import parsers
     from ledger.db import writes as writing
     from ledger.db.connect import open_writer
 
@@ -248,7 +248,7 @@ def test_an_unreachable_postgresql_server_is_one_line(cli):
 def test_the_writer_fills_every_column_the_models_declare():
     """The writes name their columns from ledger.db.columns (they load no SQLAlchemy); they must
     stay those of the tables."""
-    import parsers
+    from ledger import parsers
     from ledger.db import models as m
     from ledger.db import writes as writing
     from ledger.db.staging import SAMPLE_PLACE, SERIES_COLUMNS

@@ -571,7 +571,7 @@ def test_an_inferred_year_is_never_later_than_the_files_mtime(tmp_path):
     import datetime as dt
     import os
 
-    import parsers
+    from ledger import parsers
 
     log = tmp_path / "boot.log"
     log.write_bytes(RESTART.read_bytes())  # lines stamped 09-28, no year printed

@@ -1,8 +1,7 @@
 """The unit converter: printed figures to bytes, seconds and counts, with precision."""
 
 import pytest
-
-from parsers import units
+from ledger.parsers import units
 
 
 def test_gib_to_bytes_with_half_a_last_digit_of_precision():
@@ -61,6 +60,6 @@ def test_importing_one_parser_module_loads_no_other():
     import subprocess
     import sys
 
-    code = "import sys, parsers.units; print(sorted(m for m in sys.modules if m.startswith('parsers')))"
+    code = "import sys, ledger.parsers.units; print(sorted(m for m in sys.modules if m.startswith('ledger')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['parsers', 'parsers.units']"
+    assert out.strip() == "['ledger', 'ledger.parsers', 'ledger.parsers.units']"

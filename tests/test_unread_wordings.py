@@ -9,8 +9,7 @@ from __future__ import annotations
 import re
 
 from conftest import ROOT
-
-from parsers.packs import Pack, check, load_pack
+from ledger.parsers.packs import Pack, check, load_pack
 
 # a figure in a unit of facts.md, or an exception stated ("RuntimeError: …", "SystemExit:")
 WORDING = re.compile(

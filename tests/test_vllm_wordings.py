@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import parsers
+from ledger import parsers
 
 G = 2**30
 HDR = "INFO 09-29 12:34:56 [f.py:1] "

@@ -12,8 +12,8 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-import parsers
-from parsers.vocabulary import RUNTIME_KIND_SERIES, RUNTIME_KINDS
+from ledger import parsers
+from ledger.parsers.vocabulary import RUNTIME_KIND_SERIES, RUNTIME_KINDS
 
 from .columns import COLUMNS
 from .writer import Writer, to_json

@@ -13,7 +13,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-import parsers
+from ledger import parsers
 
 from ..errors import LedgerError
 from .columns import COLUMNS

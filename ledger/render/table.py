@@ -19,7 +19,7 @@ GAP = 2  # tabulate's "simple" format puts two spaces between columns
 
 def human(value: Any, unit: str, show_unit: bool = False) -> str:
     """A figure for people: bytes as GiB with the exact count, thousands separators."""
-    from parsers.units import format_bytes
+    from ledger.parsers.units import format_bytes
 
     if value is None:
         return ""
@@ -35,7 +35,7 @@ def human(value: Any, unit: str, show_unit: bool = False) -> str:
 
 def figures_text(figures: dict[str, Any]) -> str:
     """A failure's figures on one line: ``tried_to_allocate_bytes=50.00 MiB, gpu_index=1``."""
-    from parsers.units import format_bytes
+    from ledger.parsers.units import format_bytes
 
     return ", ".join(f"{k}={format_bytes(v) if k.endswith('_bytes') and isinstance(v, (int, float)) else v}"
                      for k, v in figures.items())

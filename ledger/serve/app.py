@@ -214,7 +214,7 @@ def _short(value: Any, unit: str = "") -> str:
     if value is None:
         return "—"
     if unit == "bytes":
-        from parsers.units import format_bytes
+        from ledger.parsers.units import format_bytes
 
         return format_bytes(value)
     return human(value, "")
