@@ -39,7 +39,9 @@ except ImportError:  # pragma: no cover - depends on the install
     _hs = None
 _re2: Any
 try:  # the fallback's regex engine, where Hyperscan has no wheel (or the `re2` extra)
-    import re2 as _re2
+    import re2
+
+    _re2 = re2  # (typed as Any: the engine is optional)
 except ImportError:  # pragma: no cover - depends on the install
     _re2 = None
 
