@@ -9,7 +9,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from parsers.units import format_bytes
@@ -186,13 +186,13 @@ def _load(session: Session, boot_ids: list[int] | None) -> list[m.Boot]:
 
 
 def runtime_counts(session: Session, boot_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per boot, its samples of each kind (stored with them: ``boot_runtime``)."""
     counts: dict[int, dict[str, int]] = defaultdict(lambda: {"engine_stats": 0, "spec_decode": 0})
+    R = m.BootRuntime
     for chunk in _chunks(boot_ids, 500):
-        q = (select(m.RuntimeSample.boot_id, m.RuntimeSample.kind, func.count())
-             .where(m.RuntimeSample.boot_id.in_(chunk))
-             .group_by(m.RuntimeSample.boot_id, m.RuntimeSample.kind))
-        for bid, kind, n in session.execute(q):
-            counts[bid][kind] = n
+        for bid, stats, spec in session.execute(select(R.boot_id, R.engine_stats, R.spec_decode)
+                                                .where(R.boot_id.in_(chunk))):
+            counts[bid] = {"engine_stats": stats, "spec_decode": spec}
     return counts
 
 

@@ -44,7 +44,7 @@ def _quantiles(values: list[float]) -> dict[str, float | None]:
 def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
     with ledger.Session() as s:
         boot = resolve_boot(s, ref)
-        S = m.RuntimeSample
+        S = m.RuntimeSample.c
         stats = s.execute(select(S.generation_throughput_tps, S.running_reqs, S.gpu_kv_cache_usage_pct,
                                  S.prefix_cache_hit_rate_pct, S.engine, S.logged_at)
                           .where(S.boot_id == boot.id, S.kind == "engine_stats").order_by(S.line)).all()
@@ -148,7 +148,7 @@ def plot_runtime(ledger: Ledger, ref: str, out: Path) -> Path:
     plt = _pyplot()
     with ledger.Session() as s:
         boot = resolve_boot(s, ref)
-        S = m.RuntimeSample
+        S = m.RuntimeSample.c
         rows = s.execute(select(S.line, S.engine, S.generation_throughput_tps, S.prompt_throughput_tps,
                                 S.gpu_kv_cache_usage_pct, S.running_reqs, S.waiting_reqs)
                          .where(S.boot_id == boot.id, S.kind == "engine_stats").order_by(S.line)).all()
@@ -190,7 +190,7 @@ def plot_history(ledger: Ledger, deploy: str | None, out: Path) -> Path:
             q = q.where(m.Boot.deploy_id.in_([d.id for d in deploys]))
         boots = list(s.execute(q).scalars())
         sums = boot_summaries(s, [b.id for b in boots])
-        S = m.RuntimeSample
+        S = m.RuntimeSample.c
         decode: dict[int, float] = {}
         for b in boots:
             v = [r[0] for r in s.execute(select(S.generation_throughput_tps).where(

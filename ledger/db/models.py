@@ -8,7 +8,20 @@ writes use and a new SQLite file's schema.  Column names follow the fact vocabul
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+    column,
+    table,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -129,16 +142,48 @@ class Failure(Base):
     boot: Mapped[Boot] = relationship(back_populates="failures")
 
 
-class RuntimeSample(Base):
-    """One stats interval (engine_stats) or one speculative-decoding report (spec_decode)."""
+class KvReferenceCandidate(Base):
+    """A boot a group's KV predictions may be taken from: ready, with a KV budget and a token
+    count, in a group (``boot_kv.group_key``).  Written in the boot's own transaction (the
+    Writer, ``writes.insert_boot``) so that ``kv_reference`` finds a group's earliest ready
+    boot by an index lookup instead of ranking every boot of the ledger; a boot's rows go with
+    it (``ledger rm``), and the next earliest is then the reference."""
 
-    __tablename__ = "runtime_sample"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
-    kind: Mapped[str] = mapped_column(String(16))
+    __tablename__ = "kv_reference_candidate"
+    __table_args__ = (Index("ix_kv_reference_candidate_group", "group_key", "sort_at", "boot_id"),)
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), primary_key=True,
+                                         autoincrement=False)
+    group_key: Mapped[str] = mapped_column(Text)
+    # the window's order: started_at, a boot without one last
+    sort_at: Mapped[str] = mapped_column(String(32))
+
+
+class RuntimeSampleRow(Base):
+    """One stats interval (engine_stats) or one speculative-decoding report (spec_decode), stored
+    compactly; users read it through the ``runtime_sample`` view, which gives back every figure
+    as the log printed it.
+
+    * Clustered by boot (SQLite: ``WITHOUT ROWID``, the key ``(boot_id, id)``): a boot's samples
+      are one range, and no separate index on ``boot_id``.
+    * ``kind`` is a number (``staging.KIND_CODES``); the time is the digits of ``YYYY-MM-DD HH:MM:SS``
+      as an integer (``logged_at_num``), or the text itself where it has another shape
+      (``logged_at_text``).
+    * ``hundredths`` = 1: every figure of the row is stored as an integral number of hundredths
+      (SQLite keeps an integral REAL as a 1-4 byte integer), checked exact when written; 0: the
+      figures as they are.
+    """
+
+    __tablename__ = "runtime_sample_row"
+    __table_args__ = {"sqlite_with_rowid": False}
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), primary_key=True,
+                                         autoincrement=False)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    kind: Mapped[int] = mapped_column(SmallInteger)
     line: Mapped[int] = mapped_column(Integer)
-    logged_at: Mapped[str | None] = mapped_column(String(32))
+    logged_at_num: Mapped[int | None] = mapped_column(BigInteger)
+    logged_at_text: Mapped[str | None] = mapped_column(String(32))
     engine: Mapped[int | None] = mapped_column(Integer)
+    hundredths: Mapped[int] = mapped_column(SmallInteger)
     prompt_throughput_tps: Mapped[float | None] = mapped_column(Float)
     generation_throughput_tps: Mapped[float | None] = mapped_column(Float)
     running_reqs: Mapped[float | None] = mapped_column(Float)
@@ -153,3 +198,23 @@ class RuntimeSample(Base):
     spec_drafted_tokens: Mapped[float | None] = mapped_column(Float)
     spec_draft_acceptance_rate_pct: Mapped[float | None] = mapped_column(Float)
     spec_per_position_acceptance: Mapped[str | None] = mapped_column(Text)  # JSON list
+
+
+class BootRuntime(Base):
+    """Per boot, how many samples of each kind it has and its last sample id: written with the
+    samples, so ``ledger export`` counts without grouping every sample, and a new sample id is
+    one index lookup past the ledger's last."""
+
+    __tablename__ = "boot_runtime"
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), primary_key=True,
+                                         autoincrement=False)
+    engine_stats: Mapped[int] = mapped_column(Integer)
+    spec_decode: Mapped[int] = mapped_column(Integer)
+    last_sample_id: Mapped[int | None] = mapped_column(Integer, index=True)
+
+
+# The runtime_sample view (migrations/versions/0004_*): the columns the table had, every figure
+# as printed; what the queries read samples through (``RuntimeSample.c.kind == "engine_stats"``).
+RUNTIME_SAMPLE_COLUMNS = ("id", "boot_id", "kind", "line", "logged_at", "engine",
+                          *[c.name for c in RuntimeSampleRow.__table__.columns][8:])
+RuntimeSample = table("runtime_sample", *[column(c) for c in RUNTIME_SAMPLE_COLUMNS])
