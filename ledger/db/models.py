@@ -24,6 +24,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from parsers.vocabulary import RUNTIME_SERIES
+
 
 class Base(DeclarativeBase):
     pass
@@ -165,9 +167,13 @@ class RuntimeSampleRow(Base):
 
     * Clustered by boot (SQLite: ``WITHOUT ROWID``, the key ``(boot_id, id)``): a boot's samples
       are one range, and no separate index on ``boot_id``.
-    * ``kind`` is a number (``staging.KIND_CODES``); the time is the digits of ``YYYY-MM-DD HH:MM:SS``
-      as an integer (``logged_at_num``), or the text itself where it has another shape
+    * ``kind`` is a number (``staging.KIND_CODES``); the time (``YYYY-MM-DD HH:MM:SS``, no zone) as
+      seconds since 1970-01-01 00:00:00 (``logged_at_num``), or the text itself where it is no
+      real date and time
       (``logged_at_text``).
+    * The figures are in ``figure_1``, ``figure_2``, … in the kind's series order (a stats
+      interval's and a spec-decode report's share the columns); spec decode's per-position list
+      is JSON in a column of its own.
     * ``hundredths`` = 1: every figure of the row is stored as an integral number of hundredths
       (SQLite keeps an integral REAL as a 1-4 byte integer), checked exact when written; 0: the
       figures as they are.
@@ -184,19 +190,16 @@ class RuntimeSampleRow(Base):
     logged_at_text: Mapped[str | None] = mapped_column(String(32))
     engine: Mapped[int | None] = mapped_column(Integer)
     hundredths: Mapped[int] = mapped_column(SmallInteger)
-    prompt_throughput_tps: Mapped[float | None] = mapped_column(Float)
-    generation_throughput_tps: Mapped[float | None] = mapped_column(Float)
-    running_reqs: Mapped[float | None] = mapped_column(Float)
-    waiting_reqs: Mapped[float | None] = mapped_column(Float)
-    swapped_reqs: Mapped[float | None] = mapped_column(Float)
-    pending_reqs: Mapped[float | None] = mapped_column(Float)
-    gpu_kv_cache_usage_pct: Mapped[float | None] = mapped_column(Float)
-    cpu_kv_cache_usage_pct: Mapped[float | None] = mapped_column(Float)
-    prefix_cache_hit_rate_pct: Mapped[float | None] = mapped_column(Float)
-    spec_mean_acceptance_length: Mapped[float | None] = mapped_column(Float)
-    spec_accepted_tokens: Mapped[float | None] = mapped_column(Float)
-    spec_drafted_tokens: Mapped[float | None] = mapped_column(Float)
-    spec_draft_acceptance_rate_pct: Mapped[float | None] = mapped_column(Float)
+    # the sample's numbers in its kind's series order (parsers.vocabulary.RUNTIME_KIND_SERIES)
+    figure_1: Mapped[float | None] = mapped_column(Float)
+    figure_2: Mapped[float | None] = mapped_column(Float)
+    figure_3: Mapped[float | None] = mapped_column(Float)
+    figure_4: Mapped[float | None] = mapped_column(Float)
+    figure_5: Mapped[float | None] = mapped_column(Float)
+    figure_6: Mapped[float | None] = mapped_column(Float)
+    figure_7: Mapped[float | None] = mapped_column(Float)
+    figure_8: Mapped[float | None] = mapped_column(Float)
+    figure_9: Mapped[float | None] = mapped_column(Float)
     spec_per_position_acceptance: Mapped[str | None] = mapped_column(Text)  # JSON list
 
 
@@ -215,6 +218,5 @@ class BootRuntime(Base):
 
 # The runtime_sample view (migrations/versions/0004_*): the columns the table had, every figure
 # as printed; what the queries read samples through (``RuntimeSample.c.kind == "engine_stats"``).
-RUNTIME_SAMPLE_COLUMNS = ("id", "boot_id", "kind", "line", "logged_at", "engine",
-                          *[c.name for c in RuntimeSampleRow.__table__.columns][8:])
+RUNTIME_SAMPLE_COLUMNS = ("id", "boot_id", "kind", "line", "logged_at", "engine", *RUNTIME_SERIES)
 RuntimeSample = table("runtime_sample", *[column(c) for c in RUNTIME_SAMPLE_COLUMNS])

@@ -13,15 +13,22 @@ from collections.abc import Iterator
 from typing import Any
 
 import parsers
-from parsers.vocabulary import RUNTIME_KIND_SERIES, RUNTIME_KINDS
+from parsers.vocabulary import RUNTIME_KIND_SERIES, RUNTIME_KINDS, RUNTIME_SERIES
 
 from .columns import COLUMNS
 from .writer import Writer, to_json
 
-# where a sample is (and whose) and how it is stored, then its figures: the series, in the
-# table's order (each one a series of the vocabulary: a test holds them to it)
+# the series of every kind, in the order of the runtime_sample view's columns: a spooled row's
+SERIES_COLUMNS = list(RUNTIME_SERIES)
+# runtime_sample_row: where a sample is (and whose) and how it is stored, then its figures —
+# the numbers in figure_1, figure_2, … in its kind's series order, and spec decode's per-position
+# list (JSON)
 SAMPLE_PLACE = ("boot_id", "kind", "line", "logged_at_num", "logged_at_text", "engine", "hundredths")
-SERIES_COLUMNS = [c for c in COLUMNS["runtime_sample_row"] if c not in SAMPLE_PLACE]
+STORED_SERIES = [c for c in COLUMNS["runtime_sample_row"] if c not in SAMPLE_PLACE]
+PER_POSITION = "spec_per_position_acceptance"
+STORED_FIGURES = [c for c in STORED_SERIES if c != PER_POSITION]
+# per kind, the series stored in figure_1, figure_2, …
+FIGURE_SERIES = {kind: [s for s in series if s != PER_POSITION] for kind, series in RUNTIME_KIND_SERIES.items()}
 # the number a sample's kind is stored as (the ``runtime_sample`` view names it again)
 KIND_CODES = {"engine_stats": 0, "spec_decode": 1}
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,15 @@ import parsers
 
 from ..errors import LedgerError
 from .columns import COLUMNS
-from .staging import KIND_CODES, SERIES_COLUMNS, SampleSpool
+from .staging import (
+    FIGURE_SERIES,
+    KIND_CODES,
+    PER_POSITION,
+    SERIES_COLUMNS,
+    STORED_FIGURES,
+    STORED_SERIES,
+    SampleSpool,
+)
 from .writer import Writer, retrying, to_json
 
 
@@ -152,57 +159,72 @@ def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha25
         return bid
 
 
-# the staged rows and the spool's batches are (kind, line, stamp, engine, *series): stored as
-# runtime_sample_row has them (models.RuntimeSampleRow): the kind as its number, the time as the
-# digits of YYYY-MM-DD HH:MM:SS, the figures as integral hundredths where that is exact
+# the staged rows and the spool's batches are (kind, line, stamp, engine, *SERIES_COLUMNS): stored
+# as runtime_sample_row has them (models.RuntimeSampleRow): the kind as its number, the time as
+# seconds since 1970, the kind's numbers in figure_1, figure_2, … as integral
+# hundredths where that is exact
 _INSERT_SAMPLE = ("INSERT INTO runtime_sample_row (boot_id, id, kind, line, logged_at_num, logged_at_text, engine, "
-                  f"hundredths, {', '.join(SERIES_COLUMNS)}) ")
-FIGURES = [c for c in SERIES_COLUMNS if c != "spec_per_position_acceptance"]  # the numbers
-_FIGURE_AT = [SERIES_COLUMNS.index(c) for c in FIGURES]
-_STAMP_SHAPE = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")  # vLLM's MM-DD HH:MM:SS
+                  f"hundredths, {', '.join(STORED_SERIES)}) ")
+_EPOCH = dt.datetime(1970, 1, 1)
+# per kind, where each of figure_1, figure_2, … is in a spooled row's series (None: not the kind's)
+_FIGURE_AT = {kind: [SERIES_COLUMNS.index(series[i]) if i < len(series) else None
+                     for i in range(len(STORED_FIGURES))] for kind, series in FIGURE_SERIES.items()}
+_PER_POSITION_AT = SERIES_COLUMNS.index(PER_POSITION)
 
 
 def _sample_sql(boot_id: int, first_id: int, year: int | None, source: str) -> str:
-    """INSERT … SELECT of ``source``'s rows (seq, kind, line, stamp, engine, *series) — the
-    staging tables, attached to the writer's SQLite connection — into runtime_sample_row; the
-    conversions are those ``_sample_row`` makes."""
+    """INSERT … SELECT of ``source``'s rows (seq, kind, line, stamp, engine, *SERIES_COLUMNS) —
+    the staging tables, attached to the writer's SQLite connection — into runtime_sample_row;
+    the conversions are those ``_sample_row`` makes."""
     kind = "CASE kind " + " ".join(f"WHEN '{k}' THEN {code}" for k, code in KIND_CODES.items()) + " END"
-    shaped = "stamp GLOB '[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]'"
-    if year is not None and 1000 <= year <= 9999:
-        digits = ("CAST(substr(stamp, 1, 2) || substr(stamp, 4, 2) || substr(stamp, 7, 2) || substr(stamp, 10, 2) "
-                  "|| substr(stamp, 13, 2) AS INTEGER)")
-        num = f"CASE WHEN {shaped} THEN {year * 10**10} + {digits} END"
-        text = f"CASE WHEN NOT ({shaped}) THEN '{year:04d}-' || stamp END"
-    elif year is not None:
-        num, text = "NULL", f"'{year:04d}-' || stamp"
+    if year is not None:
+        # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
+        full = f"('{int(year):04d}-' || stamp)"
+        real = f"COALESCE(datetime({full}) = {full}, FALSE)"  # the view gives it back as it is
+        num = f"CASE WHEN {real} THEN CAST(strftime('%s', {full}) AS INTEGER) END"
+        text = f"CASE WHEN NOT {real} THEN {full} END"
     else:
         num, text = "NULL", "CAST(NULL AS VARCHAR(32))"  # vLLM's stamps lack the year: no time without one
-    exact = " AND ".join(f"({c} IS NULL OR ROUND({c} * 100) / 100.0 = {c})" for c in FIGURES)
-    series = ", ".join(f"CASE WHEN hundredths = 1 THEN ROUND({c} * 100) ELSE {c} END" if c in FIGURES else c
-                       for c in SERIES_COLUMNS)
+    slots = []
+    for i, figure in enumerate(STORED_FIGURES):
+        cases = " ".join(f"WHEN '{k}' THEN {series[i]}" for k, series in FIGURE_SERIES.items() if i < len(series))
+        slots.append(f"CASE kind {cases} END AS {figure}")
+    exact = " AND ".join(f"({c} IS NULL OR ROUND({c} * 100) / 100.0 = {c})" for c in STORED_FIGURES)
+    scaled = ", ".join(f"CASE WHEN hundredths = 1 THEN ROUND({c} * 100) ELSE {c} END" for c in STORED_FIGURES)
     return (_INSERT_SAMPLE + f"SELECT {int(boot_id)}, {int(first_id) - 1} + seq, {kind}, line, {num}, {text}, engine, "
-            f"hundredths, {series} FROM (SELECT staged.*, CASE WHEN {exact} THEN 1 ELSE 0 END AS hundredths "
-            f"FROM ({source}) AS staged) AS t")
+            f"hundredths, {scaled}, {PER_POSITION} "
+            f"FROM (SELECT f.*, CASE WHEN {exact} THEN 1 ELSE 0 END AS hundredths FROM ("
+            f"SELECT seq, kind, line, stamp, engine, {', '.join(slots)}, {PER_POSITION} FROM ({source}) AS staged"
+            f") AS f) AS t")
 
 
 def _sample_row(boot_id: int, sample_id: int, year: int | None, row: tuple) -> tuple:
-    """A spooled row (kind, line, stamp, engine, *series) as runtime_sample_row stores it."""
+    """A spooled row (kind, line, stamp, engine, *SERIES_COLUMNS) as runtime_sample_row stores it."""
     kind, line, stamp, engine, *series = row
     num = text = None
     if year is not None and stamp is not None:
-        if 1000 <= year <= 9999 and _STAMP_SHAPE.fullmatch(stamp):
-            num = year * 10**10 + int(stamp[0:2] + stamp[3:5] + stamp[6:8] + stamp[9:11] + stamp[12:14])
-        else:
-            text = f"{year:04d}-{stamp}"
-    figures = [series[i] for i in _FIGURE_AT]
-    if all(v is None or _in_hundredths(v) for v in figures):
-        for i in _FIGURE_AT:
-            if series[i] is not None:
-                series[i] = float(round(series[i] * 100))
-        hundredths = 1
-    else:
-        hundredths = 0
-    return (boot_id, sample_id, KIND_CODES[kind], line, num, text, engine, hundredths, *series)
+        text = f"{year:04d}-{stamp}"
+        num = _seconds(text)
+        if num is not None:
+            text = None
+    figures = [None if i is None else series[i] for i in _FIGURE_AT[kind]]
+    hundredths = int(all(v is None or _in_hundredths(v) for v in figures))
+    if hundredths:
+        figures = [None if v is None else float(round(v * 100)) for v in figures]
+    return (boot_id, sample_id, KIND_CODES[kind], line, num, text, engine, hundredths, *figures,
+            series[_PER_POSITION_AT])
+
+
+def _seconds(text: str) -> int | None:
+    """``YYYY-MM-DD HH:MM:SS`` as seconds since 1970 (what SQLite's strftime('%s') gives), or
+    None for a text the view would not give back as it is."""
+    try:
+        when = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return None
+    if when.strftime("%Y-%m-%d %H:%M:%S") != text:
+        return None
+    return (when - _EPOCH) // dt.timedelta(seconds=1)
 
 
 def _in_hundredths(value: float) -> bool:
@@ -229,7 +251,7 @@ def _insert_samples(writer: Writer, cur: Any, boot_id: int, spool: SampleSpool, 
     if attached:
         cur.execute(_sample_sql(boot_id, first_id, y, spool.copy_statement()))
         return first_id + spool.seq
-    sql = _INSERT_SAMPLE + f"VALUES ({', '.join([writer.mark] * (8 + len(SERIES_COLUMNS)))})"
+    sql = _INSERT_SAMPLE + f"VALUES ({', '.join([writer.mark] * (8 + len(STORED_SERIES)))})"
     next_id = first_id
     for batch in spool.batches():
         rows = [_sample_row(boot_id, next_id + i, y, row) for i, row in enumerate(batch)]
@@ -249,7 +271,7 @@ def _record_runtime(writer: Writer, cur: Any, boot_id: int, spools: list[SampleS
 
 
 # a stored sample as ``copy_samples`` takes it: runtime_sample_row's columns but boot_id and id
-STORED_SAMPLE_COLUMNS = ["kind", "line", "logged_at_num", "logged_at_text", "engine", "hundredths", *SERIES_COLUMNS]
+STORED_SAMPLE_COLUMNS = ["kind", "line", "logged_at_num", "logged_at_text", "engine", "hundredths", *STORED_SERIES]
 
 
 def copy_samples(writer: Writer, cur: Any, boot_id: int, rows: list[tuple]) -> None:

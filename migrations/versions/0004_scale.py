@@ -12,8 +12,7 @@ Create Date: 2026-11-30
   0002 definitions on every fixture, on SQLite and PostgreSQL); they now filter early, so one
   boot's verdicts are index lookups.
 * ``runtime_sample`` becomes a view over ``runtime_sample_row``: the same columns and values
-  (ids kept), stored clustered by boot, with the kind as a number, the time as the digits of
-  ``YYYY-MM-DD HH:MM:SS`` and the figures as integral hundredths where that is exact.
+  (ids kept), stored clustered by boot, with the kind as a number, the time as seconds since 1970 (no zone: as printed) and the figures as integral hundredths where that is exact.
 * ``boot_runtime``: a boot's sample counts by kind and its last sample id.
 """
 
@@ -92,54 +91,78 @@ FROM (
 ) x
 """
 
+# a kind's numbers, stored in figure_1, figure_2, … in this order
+KIND_FIGURES = {0: SERIES[:9], 1: SERIES[9:]}  # engine_stats, spec_decode
+FIGURES = [f"figure_{i}" for i in range(1, 10)]
 ROW_COLUMNS = ["boot_id", "id", "kind", "line", "logged_at_num", "logged_at_text", "engine", "hundredths",
-               *SERIES, "spec_per_position_acceptance"]
+               *FIGURES, "spec_per_position_acceptance"]
 
 
-def _digits(expr: str) -> str:
-    """``YYYY-MM-DD HH:MM:SS`` rebuilt from its digits as an integer (a BIGINT)."""
-    text = f"CAST({expr} AS VARCHAR(20))"
-    return (f"substr({text}, 1, 4) || '-' || substr({text}, 5, 2) || '-' || substr({text}, 7, 2) || ' ' || "
-            f"substr({text}, 9, 2) || ':' || substr({text}, 11, 2) || ':' || substr({text}, 13, 2)")
+def _series(name: str) -> str:
+    """A series of the view: its kind's figure column, divided back from hundredths."""
+    code = next(k for k, names in KIND_FIGURES.items() if name in names)
+    figure = f"r.figure_{KIND_FIGURES[code].index(name) + 1}"
+    return (f"CASE WHEN r.kind <> {code} THEN NULL WHEN r.hundredths = 1 THEN {figure} / 100.0 "
+            f"ELSE {figure} END AS {name}")
+
+
+def _time_text(expr: str, dialect: str) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` of seconds since 1970-01-01 00:00:00 (the time as printed, no zone)."""
+    if dialect == "sqlite":
+        return f"datetime({expr}, 'unixepoch')"
+    return f"to_char(to_timestamp({expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
+
+
+def _seconds(expr: str, dialect: str) -> str:
+    if dialect == "sqlite":
+        return f"CAST(strftime('%s', {expr}) AS INTEGER)"
+    return "CAST(NULL AS BIGINT)"
 
 
 # The samples as the table had them: the kind by name, the time as text, every figure as printed
 # (a row of integral hundredths divided back: exact, checked when it was written).
-RUNTIME_SAMPLE = f"""
+RUNTIME_SAMPLE = """
 CREATE VIEW runtime_sample AS
 SELECT
   r.id, r.boot_id,
   CASE r.kind WHEN 0 THEN 'engine_stats' WHEN 1 THEN 'spec_decode' END AS kind,
   r.line,
-  CASE WHEN r.logged_at_num IS NOT NULL THEN {_digits('r.logged_at_num')} ELSE r.logged_at_text END AS logged_at,
+  CASE WHEN r.logged_at_num IS NOT NULL THEN {time} ELSE r.logged_at_text END AS logged_at,
   r.engine,
-  {', '.join(f'CASE WHEN r.hundredths = 1 THEN r.{c} / 100.0 ELSE r.{c} END AS {c}' for c in SERIES)},
+  {series},
   r.spec_per_position_acceptance
 FROM runtime_sample_row r
 """
 
 
 def _is_full_stamp(expr: str, dialect: str) -> str:
+    """A time the view gives back as it is: of the shape, and a real date and time."""
     if dialect == "sqlite":
-        return f"{expr} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]'"
-    return f"{expr} ~ '^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}} [0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}$'"
+        return f"COALESCE(datetime({expr}) = {expr}, FALSE)"
+    return "FALSE"  # PostgreSQL has no cast that says no: an upgraded ledger keeps its times as text
 
 
 def _copy_samples(dialect: str) -> str:
     """The old table's rows into the new one, ids kept."""
     full = _is_full_stamp("s.logged_at", dialect)
-    packed = ("CAST(substr(s.logged_at, 1, 4) || substr(s.logged_at, 6, 2) || substr(s.logged_at, 9, 2) || "
-              "substr(s.logged_at, 12, 2) || substr(s.logged_at, 15, 2) || substr(s.logged_at, 18, 2) AS BIGINT)")
-    exact = " AND ".join(f"(s.{c} IS NULL OR ROUND(s.{c} * 100) / 100.0 = s.{c})" for c in SERIES)
+    packed = f"CASE WHEN {full} THEN {_seconds('s.logged_at', dialect)} END"
+    slots = []
+    for i, figure in enumerate(FIGURES):
+        engine_stats, spec = KIND_FIGURES[0][i], KIND_FIGURES[1][i] if i < len(KIND_FIGURES[1]) else "NULL"
+        slots.append(f"CASE WHEN s.kind = 'engine_stats' THEN s.{engine_stats} ELSE {'s.' * (spec != 'NULL')}{spec} END "
+                     f"AS {figure}")
+    exact = " AND ".join(f"(f.{c} IS NULL OR ROUND(f.{c} * 100) / 100.0 = f.{c})" for c in FIGURES)
     return (
         f"INSERT INTO runtime_sample_row ({', '.join(ROW_COLUMNS)}) "
         f"SELECT t.boot_id, t.id, t.kind_code, t.line, t.logged_at_num, t.logged_at_text, t.engine, t.hundredths, "
-        + ", ".join(f"CASE WHEN t.hundredths = 1 THEN ROUND(t.{c} * 100) ELSE t.{c} END" for c in SERIES)
-        + ", t.spec_per_position_acceptance FROM ("
-        f"SELECT s.*, CASE s.kind WHEN 'engine_stats' THEN 0 ELSE 1 END AS kind_code, "
-        f"CASE WHEN {full} THEN {packed} END AS logged_at_num, "
+        + ", ".join(f"CASE WHEN t.hundredths = 1 THEN ROUND(t.{c} * 100) ELSE t.{c} END" for c in FIGURES)
+        + ", t.spec_per_position_acceptance FROM (SELECT f.*, "
+        f"CASE WHEN {exact} THEN 1 ELSE 0 END AS hundredths FROM ("
+        f"SELECT s.id, s.boot_id, s.line, s.engine, s.spec_per_position_acceptance, "
+        f"CASE s.kind WHEN 'engine_stats' THEN 0 ELSE 1 END AS kind_code, "
+        f"{packed} AS logged_at_num, "
         f"CASE WHEN NOT ({full}) THEN s.logged_at END AS logged_at_text, "
-        f"CASE WHEN {exact} THEN 1 ELSE 0 END AS hundredths FROM runtime_sample s) t"
+        f"{', '.join(slots)} FROM runtime_sample s) f) t"
     )
 
 
@@ -172,7 +195,7 @@ def upgrade() -> None:
         sa.Column("logged_at_text", sa.String(32)),
         sa.Column("engine", sa.Integer),
         sa.Column("hundredths", sa.SmallInteger, nullable=False),
-        *[sa.Column(name, sa.Float) for name in SERIES],
+        *[sa.Column(name, sa.Float) for name in FIGURES],
         sa.Column("spec_per_position_acceptance", sa.Text),
         sqlite_with_rowid=False,
     )
@@ -192,7 +215,8 @@ def upgrade() -> None:
                "(SELECT COUNT(*) FROM runtime_sample_row r WHERE r.boot_id = b.id AND r.kind = 1), "
                "(SELECT MAX(r.id) FROM runtime_sample_row r WHERE r.boot_id = b.id) FROM boot b")
     op.drop_table("runtime_sample")
-    op.execute(RUNTIME_SAMPLE)
+    op.execute(RUNTIME_SAMPLE.format(time=_time_text("r.logged_at_num", dialect),
+                                     series=", ".join(_series(c) for c in SERIES)))
 
 
 def downgrade() -> None:
