@@ -285,11 +285,21 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
       ledger history --deploy qwen-fp8 --outcome failed --format markdown
     """
     from .output import render
-    from .queries import HISTORY_COLUMNS, humanize_history
-    from .queries import history as history_rows
+    from .queries import HISTORY_COLUMNS, humanize_history, iter_history
 
+    if fmt == "csv":
+        # written as they are read: memory stays flat however many boots the ledger holds
+        with _reading(db) as ledger:
+            header = True
+            for row in iter_history(ledger, deploy, outcome, since, limit):
+                text = render([row], HISTORY_COLUMNS, "csv")
+                click.echo(text if header else text.split("\n", 1)[1])
+                header = False
+            if header:
+                click.echo(render([], HISTORY_COLUMNS, "csv"))
+        return
     with _reading(db) as ledger:
-        rows = history_rows(ledger, deploy, outcome, since, limit)
+        rows = list(iter_history(ledger, deploy, outcome, since, limit))
     if fmt in ("table", "markdown"):
         rows = humanize_history(rows)
     if not rows and fmt == "table":
@@ -336,22 +346,30 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
       ledger export --format csv > facts.csv
     """
     from .output import render
-    from .queries import export as export_objs
+    from .queries import iter_export
 
+    if fmt in ("json", "jsonl"):
+        # written as they are read: memory stays flat however many boots the ledger holds
+        with _reading(db) as ledger:
+            first = True
+            for o in iter_export(ledger, list(boots) or None):
+                if fmt == "jsonl":
+                    click.echo(json.dumps(o))
+                    continue
+                item = "\n".join("  " + line for line in json.dumps(o, indent=2).splitlines())
+                click.echo(("[\n" if first else ",\n") + item, nl=False)
+                first = False
+            if fmt == "json":
+                click.echo("[]" if first else "\n]")
+        return
     with _reading(db) as ledger:
-        objs = export_objs(ledger, list(boots) or None)
-    if fmt == "json":
-        click.echo(json.dumps(objs, indent=2))
-    elif fmt == "jsonl":
-        for o in objs:
-            click.echo(json.dumps(o))
-    else:
-        rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
-                 "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
-                 "engine_version": o["engine"]["version"], **f} for o in objs for f in o["facts"]]
-        cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
-                "unit", "precision", "rank", "process", "pack", "line", "text"]
-        click.echo(render(rows, cols, "csv"))
+        objs = list(iter_export(ledger, list(boots) or None))
+    rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
+             "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
+             "engine_version": o["engine"]["version"], **f} for o in objs for f in o["facts"]]
+    cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
+            "unit", "precision", "rank", "process", "pack", "line", "text"]
+    click.echo(render(rows, cols, "csv"))
 
 
 @main.command()

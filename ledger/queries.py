@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import or_, select
@@ -118,8 +119,13 @@ HISTORY_COLUMNS = ["boot", "started", "deploy", "engine", "outcome", "kv_tokens"
                    "kv_memory", "weights", "kv_check", "contract", "source"]
 
 
-def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
-            since: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+CHUNK = 500  # boots read (and their facts and verdicts looked up) at a time while streaming
+
+
+def iter_history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
+                 since: str | None = None, limit: int | None = None) -> Iterator[dict[str, Any]]:
+    """History rows, newest first, as they are read: ``CHUNK`` boots at a time, so memory stays
+    flat at any ledger size (``ledger history``; the renderer takes them as they come)."""
     with ledger.Session() as s:
         q = select(m.Boot).options(selectinload(m.Boot.deploy))
         if deploy:
@@ -132,28 +138,38 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
         q = q.order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc())
         if limit:
             q = q.limit(limit)
-        boots = list(s.execute(q).scalars())
-        sums = boot_summaries(s, [b.id for b in boots])
-        checks = verdicts(ledger, [b.id for b in boots])
-        rows = []
-        for b in boots:
-            fs = sums.get(b.id, {})
-            kv_mem = fs.get(F.kv_cache_reserved_bytes) or fs.get(F.available_kv_cache_bytes)
-            rows.append({
-                "boot": b.id,
-                "started": (b.started_at or "") + ("*" if b.started_at and b.year_inferred else ""),
-                "deploy": deploy_name(b.deploy),
-                "engine": b.engine_version or "",
-                "outcome": b.outcome,
-                "kv_tokens": _v(fs.get(F.kv_cache_tokens)),
-                "concurrency": _v(fs.get(F.max_concurrency)),
-                "kv_memory": _v(kv_mem),
-                "weights": _v(fs.get(F.model_weights_bytes)),
-                "kv_check": checks[b.id].get("kv"),
-                "contract": checks[b.id].get("capacity"),
-                "source": f"{b.source_path}:{b.first_line}-{b.last_line}",
-            })
-        return rows
+        for boots in s.execute(q.execution_options(yield_per=CHUNK)).scalars().partitions():
+            yield from _history_rows(ledger, s, boots)
+            s.expunge_all()  # what was yielded is not kept
+
+
+def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
+            since: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    return list(iter_history(ledger, deploy, outcome, since, limit))
+
+
+def _history_rows(ledger: Ledger, s: Session, boots: list[m.Boot]) -> list[dict[str, Any]]:
+    sums = boot_summaries(s, [b.id for b in boots])
+    checks = verdicts(ledger, [b.id for b in boots])
+    rows = []
+    for b in boots:
+        fs = sums.get(b.id, {})
+        kv_mem = fs.get(F.kv_cache_reserved_bytes) or fs.get(F.available_kv_cache_bytes)
+        rows.append({
+            "boot": b.id,
+            "started": (b.started_at or "") + ("*" if b.started_at and b.year_inferred else ""),
+            "deploy": deploy_name(b.deploy),
+            "engine": b.engine_version or "",
+            "outcome": b.outcome,
+            "kv_tokens": _v(fs.get(F.kv_cache_tokens)),
+            "concurrency": _v(fs.get(F.max_concurrency)),
+            "kv_memory": _v(kv_mem),
+            "weights": _v(fs.get(F.model_weights_bytes)),
+            "kv_check": checks[b.id].get("kv"),
+            "contract": checks[b.id].get("capacity"),
+            "source": f"{b.source_path}:{b.first_line}-{b.last_line}",
+        })
+    return rows
 
 
 def _v(fact: m.Fact | None) -> float | int | None:
@@ -176,13 +192,16 @@ def humanize_history(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # -- one boot -------------------------------------------------------------------------------------
 
 
-def _load(session: Session, boot_ids: list[int] | None) -> list[m.Boot]:
+def _load_query(boot_ids: list[int] | None):
     q = select(m.Boot).options(selectinload(m.Boot.deploy), selectinload(m.Boot.facts),
                                selectinload(m.Boot.failures), selectinload(m.Boot.shape))
     if boot_ids is not None:
         q = q.where(m.Boot.id.in_(boot_ids))
-    q = q.order_by(m.Boot.started_at.asc().nulls_first(), m.Boot.id.asc())
-    return list(session.execute(q).scalars())
+    return q.order_by(m.Boot.started_at.asc().nulls_first(), m.Boot.id.asc())
+
+
+def _load(session: Session, boot_ids: list[int] | None) -> list[m.Boot]:
+    return list(session.execute(_load_query(boot_ids)).scalars())
 
 
 def runtime_counts(session: Session, boot_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -222,15 +241,24 @@ def export_boot(b: m.Boot, counts: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def export(ledger: Ledger, refs: list[str] | None = None) -> list[dict[str, Any]]:
-    """Export objects, oldest boot first; ``refs`` as for ``resolve_boot`` (all boots if empty)."""
+def iter_export(ledger: Ledger, refs: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Export objects, oldest boot first, as they are read (``CHUNK`` boots at a time);
+    ``refs`` as for ``resolve_boot`` (all boots if empty)."""
     with ledger.Session() as s:
         ids = None
         if refs:
             ids = [resolve_boot(s, r).id for r in refs]
-        boots = _load(s, ids)
-        counts = runtime_counts(s, [b.id for b in boots])
-        return [export_boot(b, counts[b.id]) for b in boots]
+        q = _load_query(ids).execution_options(yield_per=CHUNK)
+        for boots in s.execute(q).scalars().partitions():
+            counts = runtime_counts(s, [b.id for b in boots])
+            objs = [export_boot(b, counts[b.id]) for b in boots]
+            s.expunge_all()
+            yield from objs
+
+
+def export(ledger: Ledger, refs: list[str] | None = None) -> list[dict[str, Any]]:
+    """Export objects, oldest boot first; ``refs`` as for ``resolve_boot`` (all boots if empty)."""
+    return list(iter_export(ledger, refs))
 
 
 def show(ledger: Ledger, ref: str) -> dict[str, Any]:
