@@ -29,20 +29,52 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_LOG = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
 PY = sys.executable
-LEDGER = [PY, "-m", "ledger"]
+LEDGER = [PY, str(Path(__file__).resolve()), "--inner"]
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one child process."""
+def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and the seconds the command took after its imports (what the
+    ledger's size can change; -1 for a command that does not say) of one child process."""
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read().decode() if proc.stderr else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
-    err = proc.stderr.read().decode() if proc.stderr else ""
     proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
+    inner = -1.0
+    for line in err.splitlines():
+        if line.startswith("bench-inner "):
+            inner = float(line.split()[1])
+    # exit 1 is `ledger check` finding a verdict off; anything else is a failure
+    if os.waitstatus_to_exitcode(status) not in ((0, 1) if "check" in cmd else (0,)):
         sys.exit(f"{' '.join(cmd)} failed: {err[-400:]}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, inner
+
+
+def inner_main(args: list[str]) -> None:
+    """``ledger ARGS`` with everything a command imports loaded first; says on stderr how long the
+    command itself took."""
+    import click  # noqa: F401
+    import sqlalchemy.orm  # noqa: F401
+
+    import ledger.cli as cli
+    import ledger.diff  # noqa: F401
+    import ledger.queries  # noqa: F401
+    import ledger.reconcile  # noqa: F401
+    import ledger.runtime  # noqa: F401
+    import ledger.showing  # noqa: F401
+
+    t = time.perf_counter()
+    code = 0
+    try:
+        cli.main.main(args, prog_name="ledger", standalone_mode=False)
+    except SystemExit as exc:
+        code = exc.code or 0
+    except Exception as exc:  # click's Exit(1) from `check`
+        code = getattr(exc, "exit_code", 1)
+    sys.stdout.flush()
+    print(f"bench-inner {time.perf_counter() - t:.6f}", file=sys.stderr)
+    sys.exit(code)
 
 
 def build(path: Path, boots: int, groups: str, samples: int) -> None:
@@ -50,7 +82,7 @@ def build(path: Path, boots: int, groups: str, samples: int) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     env = {**os.environ, "LEDGER_DB": str(path)}
-    subprocess.run([*LEDGER, "ingest", "--year", "2026", "--label", "bench", str(TEMPLATE_LOG)], env=env,
+    subprocess.run([PY, "-m", "ledger", "ingest", "--year", "2026", "--label", "bench", str(TEMPLATE_LOG)], env=env,
                    check=True, stdout=subprocess.DEVNULL)
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("PRAGMA journal_mode = WAL")
@@ -118,6 +150,39 @@ def bytes_per_million(path: Path) -> float | None:
     return size / n * 1e6 if n else None
 
 
+# runtime_sample as migration 0001 made it (the layout before 0004): a rowid table with every
+# column as its text or REAL, and an index on boot_id
+OLD_LAYOUT = ["CREATE TABLE runtime_sample (id INTEGER PRIMARY KEY, boot_id INTEGER NOT NULL, kind VARCHAR(16) NOT NULL, "
+              "line INTEGER NOT NULL, logged_at VARCHAR(32), engine INTEGER, "
+              + ", ".join(f"{c} FLOAT" for c in (
+                  "prompt_throughput_tps", "generation_throughput_tps", "running_reqs", "waiting_reqs", "swapped_reqs",
+                  "pending_reqs", "gpu_kv_cache_usage_pct", "cpu_kv_cache_usage_pct", "prefix_cache_hit_rate_pct",
+                  "spec_mean_acceptance_length", "spec_accepted_tokens", "spec_drafted_tokens",
+                  "spec_draft_acceptance_rate_pct")) + ", spec_per_position_acceptance TEXT)",
+              "CREATE INDEX ix_runtime_sample_boot_id ON runtime_sample (boot_id)"]
+
+
+def bytes_per_million_before(path: Path) -> float:
+    """The same samples (the runtime_sample view's rows) in the old layout, per million."""
+    scratch = path.with_name(path.name + ".old-layout")
+    scratch.unlink(missing_ok=True)
+    con = sqlite3.connect(scratch, isolation_level=None)
+    try:
+        for ddl in OLD_LAYOUT:
+            con.execute(ddl)
+        con.execute("ATTACH DATABASE ? AS src", (str(path),))
+        con.execute("BEGIN")
+        con.execute("INSERT INTO runtime_sample SELECT * FROM src.runtime_sample ORDER BY id")
+        con.execute("COMMIT")
+        (n,) = con.execute("SELECT count(*) FROM runtime_sample").fetchone()
+        (size,) = con.execute("SELECT sum(pgsize) FROM dbstat WHERE name IN "
+                              "('runtime_sample', 'ix_runtime_sample_boot_id')").fetchone()
+    finally:
+        con.close()
+        scratch.unlink(missing_ok=True)
+    return size / n * 1e6
+
+
 def commands(n: int) -> dict[str, list[str]]:
     mid = str(max(1, n // 2))
     return {
@@ -127,60 +192,96 @@ def commands(n: int) -> dict[str, list[str]]:
         "runtime N": ["runtime", mid],
         "history --limit 20": ["history", "--limit", "20"],
         "history (all, csv)": ["history", "--format", "csv"],
+        "history (all, table)": ["history"],
         "export (all, jsonl)": ["export", "--format", "jsonl"],
     }
 
 
-ALL_ROWS = ("history (all, csv)", "export (all, jsonl)")
-
-
-def run_commands(db: str, n: int, repeat: int) -> dict[str, tuple[float, float]]:
-    env = {**os.environ, "LEDGER_DB": db}
-    out = {}
-    for name, args in commands(n).items():
-        runs = [measure([*LEDGER, *args], env) for _ in range(1 if name in ALL_ROWS else repeat)]
-        out[name] = (statistics.median(r[0] for r in runs), max(r[1] for r in runs))
-    return out
+ALL_ROWS = ("history (all, csv)", "history (all, table)", "export (all, jsonl)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000, 100000])
     ap.add_argument("--groups", nargs="+", default=["one", "many"])
-    ap.add_argument("--samples", type=int, default=100, help="runtime samples per boot")
+    ap.add_argument("--samples", type=int, nargs="+", default=[100],
+                    help="runtime samples per boot (one number, or one per size)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--all-rows-repeat", type=int, default=1, help="runs of history/export of everything")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
-    ap.add_argument("--skip-all-rows-above", type=int, default=10**9,
-                    help="time history/export of everything only up to this many boots")
+    ap.add_argument("--layout-at", type=int, default=10000,
+                    help="compare bytes per sample with the old layout on the ledger of this many boots")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    samples = dict(zip(args.sizes, args.samples * len(args.sizes) if len(args.samples) == 1 else args.samples,
+                       strict=True))
     floor = [measure([PY, "-c", "import sqlite3"], dict(os.environ)) for _ in range(args.repeat)]
     floor_wall, floor_rss = statistics.median(f[0] for f in floor), max(f[1] for f in floor)
-    print(f"interpreter floor (python -c 'import sqlite3'): {floor_wall:.3f} s, {floor_rss:.1f} MB")
-    results: dict[tuple[str, int], dict[str, tuple[float, float]]] = {}
+    print(f"interpreter floor (python -c 'import sqlite3'): {floor_wall:.3f} s, {floor_rss:.1f} MB; "
+          f"the machine was shared with other work while this ran")
+    print("wall: the whole process; cmd: the command after its imports; ratios against the "
+          f"{args.sizes[0]}-boot ledger of the same kind, run alternately")
+    results: dict[tuple[str, int], dict[str, dict[str, float]]] = {}
     for groups in args.groups:
+        ref = out / f"ledger-{groups}-{args.sizes[0]}.db"
         for n in args.sizes:
             path = out / f"ledger-{groups}-{n}.db"
             t = time.perf_counter()
-            build(path, n, groups, args.samples)
+            build(path, n, groups, samples[n])
             built = time.perf_counter() - t
             size = path.stat().st_size / 1e6
-            print(f"\n{groups} group(s), {n:,} boots, {n * args.samples:,} samples: built in {built:.1f} s, "
-                  f"{size:,.0f} MB, {bytes_per_million(path) / 1e6:.1f} MB per million samples", flush=True)
-            r = run_commands(str(path), n, args.repeat)
+            print(f"\n{groups} group{'s' if groups == 'many' else ''}, {n:,} boots, {n * samples[n]:,} samples: "
+                  f"built in {built:.1f} s, {size:,.0f} MB, {bytes_per_million(path) / 1e6:.1f} MB per million samples",
+                  flush=True)
+            if n == args.layout_at and groups == args.groups[0]:
+                print(f"  the same samples in the layout before 0004: {bytes_per_million_before(path) / 1e6:.1f} MB "
+                      f"per million", flush=True)
+            r = {}
+            for name, cargs in commands(n).items():
+                ref_args = commands(args.sizes[0])[name]
+                if name in ALL_ROWS:
+                    runs = [measure([*LEDGER, *cargs], {**os.environ, "LEDGER_DB": str(path)})
+                            for _ in range(args.all_rows_repeat)]
+                    r[name] = {"wall": statistics.median(x[0] for x in runs), "rss": max(x[1] for x in runs),
+                               "inner": statistics.median(x[2] for x in runs), "ratio": float("nan"),
+                               "inner_ratio": float("nan")}
+                else:
+                    # the reference ledger runs the same command (on its own middle boot) alternately
+                    r[name] = _paired(str(ref), str(path), ref_args, cargs, args.repeat)
+                x = r[name]
+                ratio = "" if x["ratio"] != x["ratio"] else f"  x{x['ratio']:.2f} (cmd x{x['inner_ratio']:.2f})"
+                print(f"  {name:<22} wall {x['wall']:6.2f} s (floor +{x['wall'] - floor_wall:5.2f})  cmd "
+                      f"{x['inner']:6.3f} s  RSS {x['rss']:6.1f} MB (floor +{x['rss'] - floor_rss:5.1f}){ratio}",
+                      flush=True)
             results[(groups, n)] = r
-            base = results.get((groups, args.sizes[0]))
-            for name, (wall, rss) in r.items():
-                ratio = f"{wall / base[name][0]:.2f}x the {args.sizes[0]}-boot ledger" if base else ""
-                print(f"  {name:<22} {wall:7.3f} s  (floor +{wall - floor_wall:6.3f} s)  {rss:6.1f} MB "
-                      f"(floor +{rss - floor_rss:5.1f} MB)  {ratio}", flush=True)
         if 10000 in args.sizes and 100000 in args.sizes:
-            print(f"\ngrowth 10k -> 100k boots ({groups} group(s)):")
+            print(f"\ngrowth 10k -> 100k boots ({groups} group{'s' if groups == 'many' else ''}):")
             for name in results[(groups, 100000)]:
                 a, b = results[(groups, 10000)][name], results[(groups, 100000)][name]
-                print(f"  {name:<22} time x{b[0] / a[0]:.2f}  RSS x{b[1] / a[1]:.2f}")
+                print(f"  {name:<22} wall x{b['wall'] / a['wall']:.2f}  cmd x{b['inner'] / a['inner']:.2f}  "
+                      f"RSS x{b['rss'] / a['rss']:.2f}")
+
+
+def _paired(ref_db: str, db: str, ref_args: list[str], args: list[str], repeat: int) -> dict[str, float]:
+    """The command on the reference ledger and on ``db``, alternately: the machine is shared, and a
+    ratio of runs side by side is steadier than two medians taken minutes apart."""
+    ref_env, env = {**os.environ, "LEDGER_DB": ref_db}, {**os.environ, "LEDGER_DB": db}
+    ref_runs, runs = [], []
+    for _ in range(repeat):
+        ref_runs.append(measure([*LEDGER, *ref_args], ref_env))
+        runs.append(measure([*LEDGER, *args], env))
+    return {
+        "wall": statistics.median(r[0] for r in runs),
+        "rss": max(r[1] for r in runs),
+        "inner": statistics.median(r[2] for r in runs),
+        "ratio": statistics.median(r[0] / q[0] for r, q in zip(runs, ref_runs, strict=True)),
+        "inner_ratio": statistics.median(r[2] / q[2] for r, q in zip(runs, ref_runs, strict=True)),
+    }
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--inner"]:
+        inner_main(sys.argv[2:])
+    else:
+        main()

@@ -119,7 +119,7 @@ HISTORY_COLUMNS = ["boot", "started", "deploy", "engine", "outcome", "kv_tokens"
                    "kv_memory", "weights", "kv_check", "contract", "source"]
 
 
-CHUNK = 500  # boots read (and their facts and verdicts looked up) at a time while streaming
+CHUNK = 100  # boots read (and their facts and verdicts looked up) at a time while streaming
 
 
 def iter_history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
@@ -140,7 +140,6 @@ def iter_history(ledger: Ledger, deploy: str | None = None, outcome: str | None 
             q = q.limit(limit)
         for boots in s.execute(q.execution_options(yield_per=CHUNK)).scalars().partitions():
             yield from _history_rows(ledger, s, boots)
-            s.expunge_all()  # what was yielded is not kept
 
 
 def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
@@ -252,7 +251,6 @@ def iter_export(ledger: Ledger, refs: list[str] | None = None) -> Iterator[dict[
         for boots in s.execute(q).scalars().partitions():
             counts = runtime_counts(s, [b.id for b in boots])
             objs = [export_boot(b, counts[b.id]) for b in boots]
-            s.expunge_all()
             yield from objs
 
 

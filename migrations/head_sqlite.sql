@@ -298,7 +298,7 @@ SELECT
        WHEN ABS(x.measured_tokens - x.predicted_tokens) <= x.tolerance * x.predicted_tokens THEN 'ok'
        ELSE 'off' END AS verdict
 FROM (
-  SELECT
+  SELECT DISTINCT
     y.boot_id, y.deploy_id, y.group_key, y.ref_boot_id, y.ref_chosen_by,
     y.ref_bytes_per_token,
     y.kv_budget_bytes, y.kv_budget_source, y.measured_tokens,
@@ -307,7 +307,7 @@ FROM (
     0.001 + COALESCE(y.kv_budget_precision_bytes / y.kv_budget_bytes, 0) + COALESCE(y.ref_relative_precision, 0)
       AS tolerance
   FROM (
-    SELECT
+    SELECT DISTINCT
       k.boot_id, k.deploy_id, k.group_key, r.ref_boot_id, r.ref_chosen_by,
       k.kv_budget_bytes, k.kv_budget_source, k.kv_cache_tokens AS measured_tokens, k.kv_budget_precision_bytes,
       (SELECT c.bytes_per_token FROM kv_cost_per_token c WHERE c.boot_id = r.ref_boot_id) AS ref_bytes_per_token,

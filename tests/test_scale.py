@@ -80,7 +80,11 @@ def test_one_boots_row_of_a_view_is_found_by_index_lookups(every_fixture, view):
     con = sqlite3.connect(every_fixture)
     plan = [row[3] for row in con.execute(f"EXPLAIN QUERY PLAN SELECT * FROM {view} WHERE boot_id = 3")]
     con.close()
-    assert plan and not [step for step in plan if step.startswith(("SCAN", "MATERIALIZE", "USE TEMP"))], plan
+    # a co-routine is a subquery the filter was pushed into: scanning it reads that boot's row
+    coroutines = {step.split()[1] for step in plan if step.startswith("CO-ROUTINE")}
+    scans = [step for step in plan if step.startswith(("SCAN", "MATERIALIZE", "USE TEMP B-TREE FOR ORDER"))
+             and not (step.startswith("SCAN") and step.split()[1] in coroutines)]
+    assert plan and not scans, plan
 
 
 @sqlite_only

@@ -55,7 +55,9 @@ FROM (
 # Predicted tokens = budget / the reference's bytes per token; tolerance 0.1%, widened by the
 # relative printed precision of both budgets (and saying so); never a verdict without inputs.
 # The reference's figures are looked up by its id (a scalar subquery each), not joined from a
-# view of every boot.
+# view of every boot.  The two inner levels are DISTINCT, which changes no row (each is one
+# boot's) but keeps SQLite from copying each expression into every place the next level uses it
+# (it computes a row once; 5x faster) while the boot_id filter is still pushed down into them.
 KV_RECONCILIATION = """
 CREATE VIEW kv_reconciliation AS
 SELECT
@@ -70,7 +72,7 @@ SELECT
        WHEN ABS(x.measured_tokens - x.predicted_tokens) <= x.tolerance * x.predicted_tokens THEN 'ok'
        ELSE 'off' END AS verdict
 FROM (
-  SELECT
+  SELECT DISTINCT
     y.boot_id, y.deploy_id, y.group_key, y.ref_boot_id, y.ref_chosen_by,
     y.ref_bytes_per_token,
     y.kv_budget_bytes, y.kv_budget_source, y.measured_tokens,
@@ -79,7 +81,7 @@ FROM (
     0.001 + COALESCE(y.kv_budget_precision_bytes / y.kv_budget_bytes, 0) + COALESCE(y.ref_relative_precision, 0)
       AS tolerance
   FROM (
-    SELECT
+    SELECT DISTINCT
       k.boot_id, k.deploy_id, k.group_key, r.ref_boot_id, r.ref_chosen_by,
       k.kv_budget_bytes, k.kv_budget_source, k.kv_cache_tokens AS measured_tokens, k.kv_budget_precision_bytes,
       (SELECT c.bytes_per_token FROM kv_cost_per_token c WHERE c.boot_id = r.ref_boot_id) AS ref_bytes_per_token,
