@@ -10,8 +10,8 @@ own model (a group per 10 boots); the clones' kv_reference_candidate and boot_ru
 written with the same SQL the Writer uses.  Samples are generated rows of runtime_sample_row
 (integral hundredths, as the generated runtime logs give), ``--samples`` per boot.
 
-Usage: python bench/scale.py [--sizes 100 1000 10000 100000] [--samples 100] [--repeat 3]
-       [--out bench/out] [--postgres URL --pg-size 10000]
+Usage: python bench/scale.py [--sizes 100 1000 10000 100000] [--samples 100 [one per size]]
+       [--many-samples N] [--repeat 3] [--out bench/out]
 Also prints bytes per million samples of the largest ledger.
 """
 
@@ -140,6 +140,72 @@ def build(path: Path, boots: int, groups: str, samples: int) -> None:
     con.close()
 
 
+def build_postgres(url: str, boots: int, samples: int) -> None:
+    """The same ledger as ``build`` (one group) in a new PostgreSQL database at ``url``."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    target = make_url(url)
+    admin = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{target.database}" WITH (FORCE)')
+        conn.exec_driver_sql(f'CREATE DATABASE "{target.database}"')
+    admin.dispose()
+    env = {**os.environ, "LEDGER_DB": url}
+    subprocess.run([PY, "-m", "ledger", "ingest", "--year", "2026", "--label", "bench", str(TEMPLATE_LOG)], env=env,
+                   check=True, stdout=subprocess.DEVNULL)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        tid = conn.execute(text("SELECT boot_id FROM kv_cost_per_token WHERE outcome = 'ready'")).scalar()
+        others = ("fact", "shape", "failure", "runtime_sample_row", "boot_runtime", "kv_reference_candidate")
+        for table in others:
+            conn.execute(text(f"DELETE FROM {table} WHERE boot_id <> {tid}"))
+        conn.execute(text(f"DELETE FROM boot WHERE id <> {tid}"))
+        conn.execute(text("DELETE FROM runtime_sample_row"))
+        conn.execute(text("DELETE FROM boot_runtime"))
+        # the template becomes boot 1, as in the SQLite ledgers (foreign keys unchecked meanwhile)
+        conn.execute(text("SET LOCAL session_replication_role = replica"))
+        for table in others:
+            conn.execute(text(f"UPDATE {table} SET boot_id = 1 WHERE boot_id = {tid}"))
+        conn.execute(text(f"UPDATE boot SET id = 1 WHERE id = {tid}"))
+        conn.execute(text("SET LOCAL session_replication_role = origin"))
+        tid = 1
+        cols = [c for c in conn.execute(text("SELECT column_name FROM information_schema.columns WHERE "
+                                             "table_name = 'boot' ORDER BY ordinal_position")).scalars() if c != "id"]
+        clone = {"content_sha256": "lpad(n.i::text, 64, '0')", "source_sha256": "lpad(n.i::text, 64, '0')",
+                 "started_at": "to_char(timestamp '2026-01-01' + n.i * interval '1 minute', 'YYYY-MM-DD HH24:MI:SS')",
+                 "source_path": "'bench-' || n.i || '.log'"}
+        conn.execute(text(f"INSERT INTO boot (id, {', '.join(cols)}) SELECT n.i + {tid}, "
+                          + ", ".join(clone.get(c, f"t.{c}") for c in cols)
+                          + f" FROM generate_series(1, {boots - 1}) n(i), boot t WHERE t.id = {tid}"))
+        conn.execute(text("SELECT setval(pg_get_serial_sequence('boot', 'id'), (SELECT max(id) FROM boot))"))
+        for table in ("shape", "fact", "failure"):
+            fcols = [c for c in conn.execute(text(f"SELECT column_name FROM information_schema.columns WHERE "
+                                                  f"table_name = '{table}' ORDER BY ordinal_position")).scalars()
+                     if c not in ("id", "boot_id")]
+            conn.execute(text(f"INSERT INTO {table} (boot_id, {', '.join(fcols)}) SELECT b.id, "
+                              + ", ".join(f"x.{c}" for c in fcols)
+                              + f" FROM boot b, {table} x WHERE x.boot_id = {tid} AND b.id <> {tid}"))
+        conn.execute(text("DELETE FROM kv_reference_candidate"))
+        conn.execute(text("INSERT INTO kv_reference_candidate (boot_id, group_key, sort_at) "
+                          "SELECT boot_id, group_key, COALESCE(started_at, '9999-12-31 23:59:59') FROM kv_cost_per_token "
+                          "WHERE outcome = 'ready' AND group_key IS NOT NULL"))
+        figures = ", ".join([
+            "(k * 7919 % 900000) * 1.0", "(k * 104729 % 14000) * 1.0", "(k % 64) * 100.0", "(k % 7) * 100.0",
+            "NULL", "NULL", "(k * 31 % 10000) * 1.0", "NULL", "(k * 17 % 10000) * 1.0"])
+        conn.execute(text(
+            "INSERT INTO runtime_sample_row (boot_id, id, kind, line, logged_at_num, logged_at_text, engine, hundredths, "
+            "figure_1, figure_2, figure_3, figure_4, figure_5, figure_6, figure_7, figure_8, figure_9, "
+            f"spec_per_position_acceptance) SELECT b.id, (b.id - 1) * {samples} + k, 0, 1000 + k * 4, "
+            f"1767225600 + b.id * 60 + k * 10, NULL, k % 4, 1, {figures}, NULL "
+            f"FROM boot b, generate_series(1, {samples}) k ORDER BY b.id, k"))
+        conn.execute(text(f"INSERT INTO boot_runtime (boot_id, engine_stats, spec_decode, last_sample_id) "
+                          f"SELECT id, {samples}, 0, id * {samples} FROM boot"))
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("VACUUM ANALYZE")
+    engine.dispose()
+
+
 def bytes_per_million(path: Path) -> float | None:
     con = sqlite3.connect(path)
     try:
@@ -206,11 +272,16 @@ def main() -> None:
     ap.add_argument("--groups", nargs="+", default=["one", "many"])
     ap.add_argument("--samples", type=int, nargs="+", default=[100],
                     help="runtime samples per boot (one number, or one per size)")
+    ap.add_argument("--many-samples", type=int, help="samples per boot of the many-group ledgers (default: --samples)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--all-rows-repeat", type=int, default=1, help="runs of history/export of everything")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ap.add_argument("--layout-at", type=int, default=10000,
                     help="compare bytes per sample with the old layout on the ledger of this many boots")
+    ap.add_argument("--postgres", metavar="URL", help="also on PostgreSQL: a server URL (its databases "
+                    "ledger_bench_<n> are created and dropped)")
+    ap.add_argument("--pg-sizes", type=int, nargs="+", default=[100, 10000])
+    ap.add_argument("--sqlite", action=argparse.BooleanOptionalAction, default=True, help="the SQLite ledgers")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -223,15 +294,37 @@ def main() -> None:
     print("wall: the whole process; cmd: the command after its imports; ratios against the "
           f"{args.sizes[0]}-boot ledger of the same kind, run alternately")
     results: dict[tuple[str, int], dict[str, dict[str, float]]] = {}
-    for groups in args.groups:
+    if args.postgres:
+        from sqlalchemy.engine import make_url
+
+        urls = {n: make_url(args.postgres).set(database=f"ledger_bench_{n}").render_as_string(hide_password=False)
+                for n in args.pg_sizes}
+        for n, url in urls.items():
+            t = time.perf_counter()
+            build_postgres(url, n, 100)
+            print(f"\nPostgreSQL, one group, {n:,} boots, {n * 100:,} samples: built in {time.perf_counter() - t:.1f} s",
+                  flush=True)
+            for name, cargs in commands(n).items():
+                if name in ALL_ROWS and n != args.pg_sizes[-1]:
+                    continue
+                if name in ALL_ROWS:
+                    runs = [measure([*LEDGER, *cargs], {**os.environ, "LEDGER_DB": url})]
+                    x = {"wall": runs[0][0], "rss": runs[0][1], "inner": runs[0][2], "ratio": float("nan")}
+                else:
+                    x = _paired(urls[args.pg_sizes[0]], url, commands(args.pg_sizes[0])[name], cargs, args.repeat)
+                ratio = "" if x["ratio"] != x["ratio"] else f"  x{x['ratio']:.2f} (cmd x{x['inner_ratio']:.2f})"
+                print(f"  {name:<22} wall {x['wall']:6.2f} s  cmd {x['inner']:6.3f} s  RSS {x['rss']:6.1f} MB{ratio}",
+                      flush=True)
+    for groups in args.groups if args.sqlite else []:
         ref = out / f"ledger-{groups}-{args.sizes[0]}.db"
         for n in args.sizes:
             path = out / f"ledger-{groups}-{n}.db"
+            per_boot = args.many_samples if groups == "many" and args.many_samples else samples[n]
             t = time.perf_counter()
-            build(path, n, groups, samples[n])
+            build(path, n, groups, per_boot)
             built = time.perf_counter() - t
             size = path.stat().st_size / 1e6
-            print(f"\n{groups} group{'s' if groups == 'many' else ''}, {n:,} boots, {n * samples[n]:,} samples: "
+            print(f"\n{groups} group{'s' if groups == 'many' else ''}, {n:,} boots, {n * per_boot:,} samples: "
                   f"built in {built:.1f} s, {size:,.0f} MB, {bytes_per_million(path) / 1e6:.1f} MB per million samples",
                   flush=True)
             if n == args.layout_at and groups == args.groups[0]:

@@ -298,6 +298,24 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
             if header:
                 click.echo(render([], HISTORY_COLUMNS, "csv"))
         return
+    if fmt == "table":
+        from .output import table_lines
+
+        # two passes over the rows (widths, then lines): memory stays flat at any ledger size
+        with _reading(db) as ledger:
+            def humanized():
+                return (humanize_history([r])[0] for r in iter_history(ledger, deploy, outcome, since, limit))
+
+            first = iter_history(ledger, deploy, outcome, since, 1)
+            empty = next(first, None) is None
+            first.close()
+            if empty:
+                click.echo("no boots in the ledger yet (try: ledger ingest LOG)")
+                return
+            for line in table_lines(humanized, HISTORY_COLUMNS,
+                                    align_right=("kv_tokens", "concurrency", "kv_memory", "weights")):
+                click.echo(line)
+        return
     with _reading(db) as ledger:
         rows = list(iter_history(ledger, deploy, outcome, since, limit))
     if fmt in ("table", "markdown"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 
@@ -79,3 +79,24 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
     out = [fmt_row(columns), fmt_row(["-" * w for w in widths])]
     out += [fmt_row(row) for row in cells]
     return "\n".join(out)
+
+
+def table_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[str],
+                align_right: Sequence[str] = ()) -> Iterator[str]:
+    """``render(…, "table")`` of more rows than memory should hold, a line at a time: ``rows()``
+    is called twice — once for the column widths, once to print."""
+    widths = [len(c) for c in columns]
+    for r in rows():
+        for i, c in enumerate(columns):
+            widths[i] = max(widths[i], len(_cell(r.get(c))))
+
+    def fmt_row(values: Sequence[str]) -> str:
+        parts = []
+        for i, (v, w) in enumerate(zip(values, widths, strict=True)):
+            parts.append(v.rjust(w) if columns[i] in align_right else v.ljust(w))
+        return "  ".join(parts).rstrip()
+
+    yield fmt_row(columns)
+    yield fmt_row(["-" * w for w in widths])
+    for r in rows():
+        yield fmt_row([_cell(r.get(c)) for c in columns])

@@ -115,3 +115,35 @@ def test_a_sample_whose_figures_are_not_whole_hundredths_is_stored_as_it_is(db, 
     when = "2026-02-30 " + re.search(r"02-30 (\d\d:\d\d:\d\d)", odd).group(1)
     assert got == [(1234.567, when)]
     assert stored == [(0, when)]
+
+
+def test_history_as_a_streamed_table_is_the_table_it_was(every_fixture, cli):
+    """``ledger history`` prints its table in two passes over the rows (widths, then lines), a
+    line at a time: the same table ``render`` makes of the whole list."""
+    from ledger.db.connect import connect
+    from ledger.output import render
+    from ledger.queries import HISTORY_COLUMNS, history, humanize_history
+
+    ledger = connect(every_fixture, mode="read")
+    try:
+        rows = humanize_history(history(ledger))
+    finally:
+        ledger.dispose()
+    table = render(rows, HISTORY_COLUMNS, "table", align_right=("kv_tokens", "concurrency", "kv_memory", "weights"))
+    assert cli("history").output == table + "\n"
+    assert len(rows) > 40
+
+
+def test_export_streamed_as_json_is_the_list_it_was(every_fixture, cli):
+    import json
+
+    from ledger.db.connect import connect
+    from ledger.queries import export
+
+    ledger = connect(every_fixture, mode="read")
+    try:
+        objs = export(ledger)
+    finally:
+        ledger.dispose()
+    assert cli("export").output == json.dumps(objs, indent=2) + "\n"
+    assert cli("export", "--format", "jsonl").output == "".join(json.dumps(o) + "\n" for o in objs)
