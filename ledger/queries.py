@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import Select, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from parsers.units import format_bytes
@@ -79,11 +79,31 @@ def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
     return deploys
 
 
+def newest_first(session: Session, q: Select, limit: int | None = None) -> Iterator[m.Boot]:
+    """The boots of ``q`` newest first (started_at descending, the boots without one last, then
+    id descending), ``limit`` of them, read as they come: the started ones and the others in
+    two queries, each a walk of an index on (…, started_at, id) — one ``ORDER BY started_at
+    DESC NULLS LAST`` cannot use such an index on PostgreSQL, and sorts every boot first."""
+    B = m.Boot
+    left = limit
+    for part in (q.where(B.started_at.is_not(None)).order_by(B.started_at.desc(), B.id.desc()),
+                 q.where(B.started_at.is_(None)).order_by(B.id.desc())):
+        if left is not None:
+            if left <= 0:
+                return
+            part = part.limit(left)
+        for boots in session.execute(part.execution_options(yield_per=CHUNK)).scalars().partitions():
+            if left is not None:
+                left -= len(boots)
+            yield from boots
+
+
 def latest_boot(session: Session, deploy_id: int) -> m.Boot | None:
-    return session.execute(
-        select(m.Boot).where(m.Boot.deploy_id == deploy_id)
-        .order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc()).limit(1)
-    ).scalar_one_or_none()
+    boots = newest_first(session, select(m.Boot).where(m.Boot.deploy_id == deploy_id), 1)
+    try:
+        return next(boots, None)
+    finally:
+        boots.close()
 
 
 def deploy_name(d: m.Deploy) -> str:
@@ -135,11 +155,19 @@ def iter_history(ledger: Ledger, deploy: str | None = None, outcome: str | None 
             q = q.where(m.Boot.outcome == outcome)
         if since:
             q = q.where(m.Boot.started_at >= since)
-        q = q.order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc())
-        if limit:
-            q = q.limit(limit)
-        for boots in s.execute(q.execution_options(yield_per=CHUNK)).scalars().partitions():
+        for boots in _chunked(newest_first(s, q, limit or None), CHUNK):
             yield from _history_rows(ledger, s, boots)
+
+
+def _chunked(items: Iterator[m.Boot], n: int) -> Iterator[list[m.Boot]]:
+    chunk: list[m.Boot] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == n:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,

@@ -145,11 +145,15 @@ CREATE TABLE boot_runtime (
 
 CREATE INDEX ix_boot_deploy_id ON boot (deploy_id);
 
+CREATE INDEX ix_boot_deploy_started ON boot (deploy_id, started_at, id);
+
 CREATE INDEX ix_boot_outcome ON boot (outcome);
 
 CREATE INDEX ix_boot_runtime_last_sample_id ON boot_runtime (last_sample_id);
 
 CREATE INDEX ix_boot_source_sha256 ON boot (source_sha256);
+
+CREATE INDEX ix_boot_started ON boot (started_at, id);
 
 CREATE INDEX ix_fact_boot_id ON fact (boot_id);
 

@@ -147,3 +147,34 @@ def test_export_streamed_as_json_is_the_list_it_was(every_fixture, cli):
         ledger.dispose()
     assert cli("export").output == json.dumps(objs, indent=2) + "\n"
     assert cli("export", "--format", "jsonl").output == "".join(json.dumps(o) + "\n" for o in objs)
+
+
+@sqlite_only
+def test_history_limit_and_a_deploys_latest_boot_walk_an_index(every_fixture):
+    """``history --limit K`` and a deploy's latest boot read the boots in order from an index
+    (no sort of every boot): the plans of the statements they run."""
+    from sqlalchemy import event
+
+    from ledger.db.connect import connect
+    from ledger.queries import history, latest_boot
+
+    ledger = connect(every_fixture, mode="read")
+    statements = []
+    event.listen(ledger.engine, "before_cursor_execute",
+                 lambda conn, cur, sql, params, ctx, many: statements.append((sql, params)))
+    try:
+        rows = history(ledger, limit=20)
+        with ledger.Session() as s:
+            newest = latest_boot(s, 1)
+        plans = []
+        with ledger.engine.connect() as conn:
+            for sql, params in statements:
+                if sql.lstrip().startswith("SELECT") and "FROM boot" in sql and "ORDER BY" in sql:
+                    plans.append(conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params).all())
+    finally:
+        ledger.dispose()
+    assert len(rows) == 20 and newest is not None
+    assert len(plans) >= 2  # history (its 20 boots all have a start time) and the latest boot
+    for plan in plans:
+        steps = [row[3] for row in plan]
+        assert not [s for s in steps if s.startswith(("SCAN boot", "USE TEMP B-TREE"))], steps

@@ -63,7 +63,12 @@ class Boot(Base):
     """One start-up of the engine, read from one region of one log file."""
 
     __tablename__ = "boot"
-    __table_args__ = (UniqueConstraint("content_sha256", name="uq_boot_content"),)
+    __table_args__ = (
+        UniqueConstraint("content_sha256", name="uq_boot_content"),
+        # newest first (history, a deploy's latest boot): walked, not sorted
+        Index("ix_boot_started", "started_at", "id"),
+        Index("ix_boot_deploy_started", "deploy_id", "started_at", "id"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     deploy_id: Mapped[int] = mapped_column(ForeignKey("deploy.id"), index=True)
     # identity: a digest of every line the boot was read from (see parsers.boots)

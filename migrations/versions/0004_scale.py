@@ -14,6 +14,8 @@ Create Date: 2026-11-30
 * ``runtime_sample`` becomes a view over ``runtime_sample_row``: the same columns and values
   (ids kept), stored clustered by boot, with the kind as a number, the time as seconds since 1970 (no zone: as printed) and the figures as integral hundredths where that is exact.
 * ``boot_runtime``: a boot's sample counts by kind and its last sample id.
+* Indexes on boot (started_at, id) and (deploy_id, started_at, id): ``history --limit K`` and a
+  deploy's latest boot walk them instead of sorting every boot.
 """
 
 import sqlalchemy as sa
@@ -170,6 +172,9 @@ def _copy_samples(dialect: str) -> str:
 
 def upgrade() -> None:
     dialect = op.get_bind().dialect.name
+    # newest first (history, a deploy's latest boot) walks these instead of sorting every boot
+    op.create_index("ix_boot_started", "boot", ["started_at", "id"])
+    op.create_index("ix_boot_deploy_started", "boot", ["deploy_id", "started_at", "id"])
     op.create_table(
         "kv_reference_candidate",
         sa.Column("boot_id", sa.Integer, sa.ForeignKey("boot.id", ondelete="CASCADE"), primary_key=True,
