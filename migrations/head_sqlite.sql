@@ -157,6 +157,8 @@ CREATE INDEX ix_boot_started ON boot (started_at, id);
 
 CREATE INDEX ix_fact_boot_id ON fact (boot_id);
 
+CREATE INDEX ix_fact_boot_name ON fact (boot_id, name);
+
 CREATE INDEX ix_fact_name ON fact (name);
 
 CREATE INDEX ix_failure_boot_id ON failure (boot_id);
@@ -312,13 +314,19 @@ FROM (
       AS tolerance
   FROM (
     SELECT DISTINCT
-      k.boot_id, k.deploy_id, k.group_key, r.ref_boot_id, r.ref_chosen_by,
-      k.kv_budget_bytes, k.kv_budget_source, k.kv_cache_tokens AS measured_tokens, k.kv_budget_precision_bytes,
-      (SELECT c.bytes_per_token FROM kv_cost_per_token c WHERE c.boot_id = r.ref_boot_id) AS ref_bytes_per_token,
+      z.boot_id, z.deploy_id, z.group_key, z.ref_boot_id, z.ref_chosen_by,
+      z.kv_budget_bytes, z.kv_budget_source, z.measured_tokens, z.kv_budget_precision_bytes,
+      (SELECT c.bytes_per_token FROM kv_cost_per_token c WHERE c.boot_id = z.ref_boot_id) AS ref_bytes_per_token,
       (SELECT c.kv_budget_precision_bytes / c.kv_budget_bytes FROM kv_cost_per_token c
-       WHERE c.boot_id = r.ref_boot_id) AS ref_relative_precision
-    FROM boot_kv k
-    JOIN kv_reference r ON r.boot_id = k.boot_id
+       WHERE c.boot_id = z.ref_boot_id) AS ref_relative_precision
+    FROM (
+      SELECT DISTINCT
+        k.boot_id, k.deploy_id, k.group_key,
+        (SELECT r.ref_boot_id FROM kv_reference r WHERE r.boot_id = k.boot_id) AS ref_boot_id,
+        (SELECT r.ref_chosen_by FROM kv_reference r WHERE r.boot_id = k.boot_id) AS ref_chosen_by,
+        k.kv_budget_bytes, k.kv_budget_source, k.kv_cache_tokens AS measured_tokens, k.kv_budget_precision_bytes
+      FROM boot_kv k
+    ) z
   ) y
 ) x;
 

@@ -117,6 +117,7 @@ class Fact(Base):
     """One figure the log printed, with its evidence.  Never updated in place."""
 
     __tablename__ = "fact"
+    __table_args__ = (Index("ix_fact_boot_name", "boot_id", "name"),)  # a boot's figure by name: one lookup
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(120), index=True)

@@ -15,7 +15,8 @@ Create Date: 2026-11-30
   (ids kept), stored clustered by boot, with the kind as a number, the time as seconds since 1970 (no zone: as printed) and the figures as integral hundredths where that is exact.
 * ``boot_runtime``: a boot's sample counts by kind and its last sample id.
 * Indexes on boot (started_at, id) and (deploy_id, started_at, id): ``history --limit K`` and a
-  deploy's latest boot walk them instead of sorting every boot.
+  deploy's latest boot walk them instead of sorting every boot; on fact (boot_id, name): a
+  view's figure of a boot is one lookup (PostgreSQL went by the name alone, every boot's).
 """
 
 import sqlalchemy as sa
@@ -57,9 +58,11 @@ FROM (
 # Predicted tokens = budget / the reference's bytes per token; tolerance 0.1%, widened by the
 # relative printed precision of both budgets (and saying so); never a verdict without inputs.
 # The reference's figures are looked up by its id (a scalar subquery each), not joined from a
-# view of every boot.  The two inner levels are DISTINCT, which changes no row (each is one
-# boot's) but keeps SQLite from copying each expression into every place the next level uses it
-# (it computes a row once; 5x faster) while the boot_id filter is still pushed down into them.
+# view of every boot; so is its reference (a join with kv_reference made PostgreSQL compute the
+# reference of every boot when asked for a list of boots).  The inner levels are DISTINCT, which
+# changes no row (each is one boot's) but keeps SQLite from copying each expression into every
+# place the next level uses it (it computes a row once; 5x faster), while the boot_id filter is
+# still pushed down into them.
 KV_RECONCILIATION = """
 CREATE VIEW kv_reconciliation AS
 SELECT
@@ -84,13 +87,19 @@ FROM (
       AS tolerance
   FROM (
     SELECT DISTINCT
-      k.boot_id, k.deploy_id, k.group_key, r.ref_boot_id, r.ref_chosen_by,
-      k.kv_budget_bytes, k.kv_budget_source, k.kv_cache_tokens AS measured_tokens, k.kv_budget_precision_bytes,
-      (SELECT c.bytes_per_token FROM kv_cost_per_token c WHERE c.boot_id = r.ref_boot_id) AS ref_bytes_per_token,
+      z.boot_id, z.deploy_id, z.group_key, z.ref_boot_id, z.ref_chosen_by,
+      z.kv_budget_bytes, z.kv_budget_source, z.measured_tokens, z.kv_budget_precision_bytes,
+      (SELECT c.bytes_per_token FROM kv_cost_per_token c WHERE c.boot_id = z.ref_boot_id) AS ref_bytes_per_token,
       (SELECT c.kv_budget_precision_bytes / c.kv_budget_bytes FROM kv_cost_per_token c
-       WHERE c.boot_id = r.ref_boot_id) AS ref_relative_precision
-    FROM boot_kv k
-    JOIN kv_reference r ON r.boot_id = k.boot_id
+       WHERE c.boot_id = z.ref_boot_id) AS ref_relative_precision
+    FROM (
+      SELECT DISTINCT
+        k.boot_id, k.deploy_id, k.group_key,
+        (SELECT r.ref_boot_id FROM kv_reference r WHERE r.boot_id = k.boot_id) AS ref_boot_id,
+        (SELECT r.ref_chosen_by FROM kv_reference r WHERE r.boot_id = k.boot_id) AS ref_chosen_by,
+        k.kv_budget_bytes, k.kv_budget_source, k.kv_cache_tokens AS measured_tokens, k.kv_budget_precision_bytes
+      FROM boot_kv k
+    ) z
   ) y
 ) x
 """
@@ -175,6 +184,8 @@ def upgrade() -> None:
     # newest first (history, a deploy's latest boot) walks these instead of sorting every boot
     op.create_index("ix_boot_started", "boot", ["started_at", "id"])
     op.create_index("ix_boot_deploy_started", "boot", ["deploy_id", "started_at", "id"])
+    # a boot's fact by name (the views' figures): one lookup, also where every boot has the name
+    op.create_index("ix_fact_boot_name", "fact", ["boot_id", "name"])
     op.create_table(
         "kv_reference_candidate",
         sa.Column("boot_id", sa.Integer, sa.ForeignKey("boot.id", ondelete="CASCADE"), primary_key=True,
