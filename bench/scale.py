@@ -328,7 +328,10 @@ def main() -> None:
                 build(path, n, groups, per_boot)
             built = time.perf_counter() - t
             size = path.stat().st_size / 1e6
-            print(f"\n{groups} group{'s' if groups == 'many' else ''}, {n:,} boots, {n * per_boot:,} samples: "
+            con = sqlite3.connect(path)
+            (stored,) = con.execute("SELECT sum(engine_stats + spec_decode) FROM boot_runtime").fetchone()
+            con.close()
+            print(f"\n{groups} group{'s' if groups == 'many' else ''}, {n:,} boots, {stored:,} samples: "
                   f"built in {built:.1f} s, {size:,.0f} MB, {bytes_per_million(path) / 1e6:.1f} MB per million samples",
                   flush=True)
             if n == args.layout_at and groups == args.groups[0]:
