@@ -380,14 +380,16 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
             if fmt == "json":
                 click.echo("[]" if first else "\n]")
         return
-    with _reading(db) as ledger:
-        objs = list(iter_export(ledger, list(boots) or None))
-    rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
-             "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
-             "engine_version": o["engine"]["version"], **f} for o in objs for f in o["facts"]]
     cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
             "unit", "precision", "rank", "process", "pack", "line", "text"]
-    click.echo(render(rows, cols, "csv"))
+    click.echo(render([], cols, "csv"))  # the header; then each boot's facts as it is read
+    with _reading(db) as ledger:
+        for o in iter_export(ledger, list(boots) or None):
+            rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
+                     "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
+                     "engine_version": o["engine"]["version"], **f} for f in o["facts"]]
+            if rows:
+                click.echo(render(rows, cols, "csv").split("\n", 1)[1])
 
 
 @main.command()

@@ -149,6 +149,25 @@ def test_export_streamed_as_json_is_the_list_it_was(every_fixture, cli):
     assert cli("export", "--format", "jsonl").output == "".join(json.dumps(o) + "\n" for o in objs)
 
 
+def test_export_streamed_as_csv_is_the_table_it_was(every_fixture, cli):
+    from ledger.db.connect import connect
+    from ledger.output import render
+    from ledger.queries import export
+
+    ledger = connect(every_fixture, mode="read")
+    try:
+        objs = export(ledger)
+    finally:
+        ledger.dispose()
+    cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
+            "unit", "precision", "rank", "process", "pack", "line", "text"]
+    rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
+             "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
+             "engine_version": o["engine"]["version"], **f} for o in objs for f in o["facts"]]
+    assert len(rows) > 100
+    assert cli("export", "--format", "csv").output == render(rows, cols, "csv") + "\n"
+
+
 @sqlite_only
 def test_history_limit_and_a_deploys_latest_boot_walk_an_index(every_fixture):
     """``history --limit K`` and a deploy's latest boot read the boots in order from an index
