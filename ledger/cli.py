@@ -24,6 +24,8 @@ from . import __version__
 from .errors import LedgerError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
     from .db.connect import Mode
 
 DB_HELP = "Ledger file or SQLAlchemy URL (env LEDGER_DB; default ~/.local/share/ledger/ledger.db)."
@@ -393,26 +395,37 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
       ledger history --deploy qwen-fp8 --format markdown
       ledger history --columns boot,started_at,kv_tokens --format csv
     """
-    from .queries import HISTORY_COLUMNS, HISTORY_COMPACT, HISTORY_HEADERS, humanize_history
-    from .queries import history as history_rows
-    from .render import rows_text
+    from .queries import (
+        HISTORY_COLUMNS,
+        HISTORY_COMPACT,
+        HISTORY_HEADERS,
+        humanize_history,
+        iter_history,
+    )
+    from .render import rows_lines
     from .since import parse_since
 
     since_at = parse_since(since) if since else None
     default = HISTORY_COMPACT if fmt in ("table", "markdown") and not wide else HISTORY_COLUMNS
     cols = _pick_columns(columns, default, HISTORY_COLUMNS)
     with _reading(db) as ledger:
-        rows = history_rows(ledger, deploy, outcome, since_at, limit)
-        filtered = bool(deploy or outcome or since)
-        empty = not rows and (not filtered or _boot_count(ledger) == 0)
-    if not rows and fmt == "table":
-        click.echo("no boots in the ledger yet (try: ledger ingest LOG)" if empty
-                   else "no boots match (the ledger has boots; loosen --deploy, --outcome or --since)", err=True)
-        return
-    click.echo(rows_text(rows, cols, fmt, human=humanize_history, headers=HISTORY_HEADERS,
-                         align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
-                         flexible=("deploy", "engine_version", "source_path"),
-                         coloured=("outcome", "verdict", "kv_check", "contract", "vram_check", "host_check")))
+        def rows():  # read again for each pass: printed as they are read, memory flat at any size
+            return iter_history(ledger, deploy, outcome, since_at, limit)
+
+        if fmt == "table":
+            first = rows()
+            found = next(first, None) is not None
+            first.close()
+            if not found:
+                filtered = bool(deploy or outcome or since)
+                click.echo("no boots in the ledger yet (try: ledger ingest LOG)" if not filtered or _boot_count(ledger) == 0
+                           else "no boots match (the ledger has boots; loosen --deploy, --outcome or --since)", err=True)
+                return
+        for text in rows_lines(rows, cols, fmt, human=humanize_history, headers=HISTORY_HEADERS,
+                               align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
+                               flexible=("deploy", "engine_version", "source_path"),
+                               coloured=("outcome", "verdict", "kv_check", "contract", "vram_check", "host_check")):
+            click.echo(text)
 
 
 def _boot_count(ledger) -> int:
@@ -445,7 +458,7 @@ def show(boot: str, fmt: str, db: str | None) -> None:
         terminal.echo_long(render_show(obj, width=terminal.width(), colour=terminal.colour()))
     else:
         click.echo(document(obj, fmt, lambda o: render_show(o, markdown=fmt == "markdown") if fmt != "csv"
-                            else _facts_csv([o])))
+                            else "\n".join(_facts_csv([o]))))
 
 
 @main.command()
@@ -464,30 +477,42 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
       ledger export 3 4 --format jsonl
       ledger export --format csv > facts.csv
     """
-    from .queries import export as export_objs
-    from .render import json_text, jsonl_text
+    import json
 
+    from .queries import iter_export
+    from .render import json_text
+
+    # written as they are read: memory stays flat however many boots the ledger holds
     with _reading(db) as ledger:
-        objs = export_objs(ledger, list(boots) or None)
-    if fmt == "json":
-        click.echo(json_text(objs))
-    elif fmt == "jsonl":
-        if objs:
-            click.echo(jsonl_text(objs))
-    else:
-        click.echo(_facts_csv(objs))
+        objs = iter_export(ledger, list(boots) or None)
+        if fmt == "json":  # json_text of the whole list, an object at a time
+            first = True
+            for o in objs:
+                click.echo(("[\n" if first else ",\n") + "\n".join("  " + line for line in json_text(o).split("\n")),
+                           nl=False)
+                first = False
+            click.echo("[]" if first else "\n]")
+        elif fmt == "jsonl":
+            for o in objs:
+                click.echo(json.dumps(o, default=str))
+        else:
+            for text in _facts_csv(objs):
+                click.echo(text)
 
 
-def _facts_csv(objs: list[dict[str, Any]]) -> str:
-    """Export objects as csv, one row per fact."""
+def _facts_csv(objs: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """Export objects as csv, one row per fact, a boot at a time."""
     from .render.table import render
 
-    rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
-             "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
-             "engine_version": o["engine"]["version"], **f} for o in objs for f in o["facts"]]
     cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
             "unit", "precision", "rank", "process", "pack", "line", "text"]
-    return render(rows, cols, "csv")
+    yield render([], cols, "csv")
+    for o in objs:
+        rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
+                 "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
+                 "engine_version": o["engine"]["version"], **f} for f in o["facts"]]
+        if rows:
+            yield render(rows, cols, "csv").split("\n", 1)[1]
 
 
 @main.command()

@@ -15,16 +15,20 @@ from .db import models as m
 from .db.columns import COLUMNS
 from .db.connect import Ledger
 from .db.writer import Writer, retrying
-from .db.writes import CHILD_COLUMNS, deploy_id, insert_boot, is_stored
+from .db.writes import (
+    CHILD_COLUMNS,
+    STORED_SAMPLE_COLUMNS,
+    copy_samples,
+    deploy_id,
+    insert_boot,
+    is_stored,
+)
 
 
 @dataclass
 class CopyResult:
     copied: int = 0
     present: int = 0
-
-
-SAMPLE_COLUMNS = [c for c in COLUMNS["runtime_sample"] if c != "boot_id"]  # boot_id: the copy assigns it
 
 
 def _row(table: str, obj: object) -> tuple:
@@ -49,9 +53,9 @@ def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
             failures = [_row("failure", f) for f in b.failures]
             boot_cols = {c: getattr(b, c) for c in COLUMNS["boot"] if c != "deploy_id"}
             deploy = deploys[b.deploy_id]
-            cols = [getattr(m.RuntimeSample, c) for c in SAMPLE_COLUMNS]
-            samples = [tuple(r) for r in s.execute(select(*cols).where(m.RuntimeSample.boot_id == bid)
-                                                   .order_by(m.RuntimeSample.id))]
+            R = m.RuntimeSampleRow  # as stored: the copy assigns the boot id and the sample ids
+            cols = [getattr(R, c) for c in STORED_SAMPLE_COLUMNS]
+            samples = [tuple(r) for r in s.execute(select(*cols).where(R.boot_id == bid).order_by(R.id))]
 
         new_id = retrying(partial(_write_boot, dst, deploy, boot_cols, shape, facts, failures, samples))
         if new_id is None:
@@ -84,5 +88,5 @@ def _write_boot(dst: Writer, deploy: m.Deploy, boot_cols: dict[str, Any], shape:
             "commit_sha": deploy.commit_sha, "image_digest": deploy.image_digest, "label": deploy.label,
             "dirty": deploy.dirty, "created_at": deploy.created_at})
         copied = insert_boot(dst, cur, d, boot_cols, shape, facts, failures)
-        dst.insert_many(cur, "runtime_sample", ["boot_id", *SAMPLE_COLUMNS], [(copied, *r) for r in samples])
+        copy_samples(dst, cur, copied, samples)
         return copied

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Generator, Iterator
 from typing import Any
 
-from sqlalchemy import false, func, or_, select
+from sqlalchemy import Select, false, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from ledger.parsers.units import format_bytes
@@ -79,11 +80,31 @@ def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
     return deploys
 
 
+def newest_first(session: Session, q: Select, limit: int | None = None) -> Generator[m.Boot, None, None]:
+    """The boots of ``q`` newest first (started_at descending, the boots without one last, then
+    id descending), ``limit`` of them, read as they come: the started ones and the others in
+    two queries, each a walk of an index on (…, started_at, id) — one ``ORDER BY started_at
+    DESC NULLS LAST`` cannot use such an index on PostgreSQL, and sorts every boot first."""
+    B = m.Boot
+    left = limit
+    for part in (q.where(B.started_at.is_not(None)).order_by(B.started_at.desc(), B.id.desc()),
+                 q.where(B.started_at.is_(None)).order_by(B.id.desc())):
+        if left is not None:
+            if left <= 0:
+                return
+            part = part.limit(left)
+        for boots in session.execute(part.execution_options(yield_per=CHUNK)).scalars().partitions():
+            if left is not None:
+                left -= len(boots)
+            yield from boots
+
+
 def latest_boot(session: Session, deploy_id: int) -> m.Boot | None:
-    return session.execute(
-        select(m.Boot).where(m.Boot.deploy_id == deploy_id)
-        .order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc()).limit(1)
-    ).scalar_one_or_none()
+    boots = newest_first(session, select(m.Boot).where(m.Boot.deploy_id == deploy_id), 1)
+    try:
+        return next(boots, None)
+    finally:
+        boots.close()
 
 
 def deploy_name(d: m.Deploy) -> str:
@@ -133,12 +154,16 @@ def overall_verdict(checks: dict[str, str]) -> str | None:
     return None if worst in (None, "insufficient") else worst
 
 
-def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
-            since: str | None = None, limit: int | None = None,
-            boot_ids: list[int] | None = None) -> list[dict[str, Any]]:
-    """History rows (the output contract's values), newest first; ``since`` is a stored-format
-    timestamp (``YYYY-MM-DD HH:MM:SS``, see ``ledger.since``); ``boot_ids`` limits them to those
-    boots (``ledger serve``)."""
+CHUNK = 100  # boots read (and their facts and verdicts looked up) at a time while streaming
+
+
+def iter_history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
+                 since: str | None = None, limit: int | None = None,
+                 boot_ids: list[int] | None = None) -> Iterator[dict[str, Any]]:
+    """History rows (the output contract's values), newest first, as they are read: ``CHUNK``
+    boots at a time, so memory stays flat at any ledger size.  ``since`` is a stored-format
+    timestamp (``YYYY-MM-DD HH:MM:SS``, see ``ledger.since``); ``boot_ids`` limits them to
+    those boots (``ledger serve``)."""
     with ledger.Session() as s:
         q = select(m.Boot).options(selectinload(m.Boot.deploy))
         if boot_ids is not None:
@@ -150,38 +175,56 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
             q = q.where(m.Boot.outcome == outcome)
         if since:
             q = q.where(m.Boot.started_at >= since)
-        q = q.order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc())
-        if limit:
-            q = q.limit(limit)
-        boots = list(s.execute(q).scalars())
-        sums = boot_summaries(s, [b.id for b in boots])
-        checks = verdicts(ledger, [b.id for b in boots])
-        rows = []
-        for b in boots:
-            fs = sums.get(b.id, {})
-            kv_mem = fs.get(FactName.kv_cache_reserved_bytes) or fs.get(FactName.available_kv_cache_bytes)
-            rows.append({
-                "boot": boot_id(b.id),
-                "started_at": iso(b.started_at),
-                "year_inferred": bool(b.year_inferred) if b.started_at else None,
-                "deploy": deploy_name(b.deploy),
-                "engine_version": b.engine_version,
-                "outcome": b.outcome,
-                "kv_tokens": _v(fs.get(FactName.kv_cache_tokens)),
-                "concurrency": _v(fs.get(FactName.max_concurrency)),
-                "kv_memory": _v(kv_mem),
-                "weights": _v(fs.get(FactName.model_weights_bytes)),
-                "kv_check": checks[b.id].get("kv"),
-                "contract": checks[b.id].get("capacity"),
-                "vram_check": checks[b.id].get("vram"),
-                "host_check": checks[b.id].get("host"),
-                "verdict": overall_verdict(checks[b.id]),
-                "source_path": b.source_path,
-                "first_line": b.first_line,
-                "last_line": b.last_line,
-            })
-        return rows
+        for boots in _chunked(newest_first(s, q, limit or None), CHUNK):
+            yield from _history_rows(ledger, s, boots)
 
+
+def _chunked(items: Iterator[m.Boot], n: int) -> Iterator[list[m.Boot]]:
+    chunk: list[m.Boot] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == n:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,
+            since: str | None = None, limit: int | None = None,
+            boot_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """``iter_history``'s rows as a list (for a page or a chart that needs them all)."""
+    return list(iter_history(ledger, deploy, outcome, since, limit, boot_ids))
+
+
+def _history_rows(ledger: Ledger, s: Session, boots: list[m.Boot]) -> list[dict[str, Any]]:
+    sums = boot_summaries(s, [b.id for b in boots])
+    checks = verdicts(ledger, [b.id for b in boots])
+    rows = []
+    for b in boots:
+        fs = sums.get(b.id, {})
+        kv_mem = fs.get(FactName.kv_cache_reserved_bytes) or fs.get(FactName.available_kv_cache_bytes)
+        rows.append({
+            "boot": boot_id(b.id),
+            "started_at": iso(b.started_at),
+            "year_inferred": bool(b.year_inferred) if b.started_at else None,
+            "deploy": deploy_name(b.deploy),
+            "engine_version": b.engine_version,
+            "outcome": b.outcome,
+            "kv_tokens": _v(fs.get(FactName.kv_cache_tokens)),
+            "concurrency": _v(fs.get(FactName.max_concurrency)),
+            "kv_memory": _v(kv_mem),
+            "weights": _v(fs.get(FactName.model_weights_bytes)),
+            "kv_check": checks[b.id].get("kv"),
+            "contract": checks[b.id].get("capacity"),
+            "vram_check": checks[b.id].get("vram"),
+            "host_check": checks[b.id].get("host"),
+            "verdict": overall_verdict(checks[b.id]),
+            "source_path": b.source_path,
+            "first_line": b.first_line,
+            "last_line": b.last_line,
+        })
+    return rows
 
 def _v(fact: m.Fact | None) -> float | int | None:
     return export_value(fact.value, fact.unit) if fact is not None else None
@@ -209,23 +252,26 @@ def humanize_history(row: dict[str, Any]) -> dict[str, Any]:
 # -- one boot -------------------------------------------------------------------------------------
 
 
-def _load(session: Session, boot_ids: list[int] | None) -> list[m.Boot]:
+def _load_query(boot_ids: list[int] | None):
     q = select(m.Boot).options(selectinload(m.Boot.deploy), selectinload(m.Boot.facts),
                                selectinload(m.Boot.failures), selectinload(m.Boot.shape))
     if boot_ids is not None:
         q = q.where(m.Boot.id.in_(boot_ids))
-    q = q.order_by(m.Boot.started_at.asc().nulls_first(), m.Boot.id.asc())
-    return list(session.execute(q).scalars())
+    return q.order_by(m.Boot.started_at.asc().nulls_first(), m.Boot.id.asc())
+
+
+def _load(session: Session, boot_ids: list[int] | None) -> list[m.Boot]:
+    return list(session.execute(_load_query(boot_ids)).scalars())
 
 
 def runtime_counts(session: Session, boot_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per boot, its samples of each kind (stored with them: ``boot_runtime``)."""
     counts: dict[int, dict[str, int]] = defaultdict(lambda: {"engine_stats": 0, "spec_decode": 0})
+    R = m.BootRuntime
     for chunk in _chunks(boot_ids, 500):
-        q = (select(m.RuntimeSample.boot_id, m.RuntimeSample.kind, func.count())
-             .where(m.RuntimeSample.boot_id.in_(chunk))
-             .group_by(m.RuntimeSample.boot_id, m.RuntimeSample.kind))
-        for bid, kind, n in session.execute(q):
-            counts[bid][kind] = n
+        for bid, stats, spec in session.execute(select(R.boot_id, R.engine_stats, R.spec_decode)
+                                                .where(R.boot_id.in_(chunk))):
+            counts[bid] = {"engine_stats": stats, "spec_decode": spec}
     return counts
 
 
@@ -256,15 +302,23 @@ def export_boot(b: m.Boot, counts: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def export(ledger: Ledger, refs: list[str] | None = None) -> list[dict[str, Any]]:
-    """Export objects, oldest boot first; ``refs`` as for ``resolve_boot`` (all boots if empty)."""
+def iter_export(ledger: Ledger, refs: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Export objects, oldest boot first, as they are read (``CHUNK`` boots at a time);
+    ``refs`` as for ``resolve_boot`` (all boots if empty)."""
     with ledger.Session() as s:
         ids = None
         if refs:
             ids = [resolve_boot(s, r).id for r in refs]
-        boots = _load(s, ids)
-        counts = runtime_counts(s, [b.id for b in boots])
-        return [export_boot(b, counts[b.id]) for b in boots]
+        q = _load_query(ids).execution_options(yield_per=CHUNK)
+        for boots in s.execute(q).scalars().partitions():
+            counts = runtime_counts(s, [b.id for b in boots])
+            objs = [export_boot(b, counts[b.id]) for b in boots]
+            yield from objs
+
+
+def export(ledger: Ledger, refs: list[str] | None = None) -> list[dict[str, Any]]:
+    """Export objects, oldest boot first; ``refs`` as for ``resolve_boot`` (all boots if empty)."""
+    return list(iter_export(ledger, refs))
 
 
 def show(ledger: Ledger, ref: str) -> dict[str, Any]:

@@ -43,7 +43,7 @@ def _quantiles(values: list[float]) -> dict[str, float | None]:
 def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
     with ledger.Session() as s:
         boot = resolve_boot(s, ref)
-        S = m.RuntimeSample
+        S = m.RuntimeSample.c
         stats = s.execute(select(S.generation_throughput_tps, S.running_reqs, S.gpu_kv_cache_usage_pct,
                                  S.prefix_cache_hit_rate_pct, S.engine, S.logged_at)
                           .where(S.boot_id == boot.id, S.kind == "engine_stats").order_by(S.line)).all()
@@ -96,7 +96,7 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
 
 
 def render_runtime(r: dict[str, Any]) -> str:
-    from .output import figures_text
+    from .render.table import figures_text
 
     def f(v: Any, fmt: str = "{:.1f}") -> str:
         return "—" if v is None else fmt.format(v)

@@ -251,7 +251,7 @@ def test_the_writer_fills_every_column_the_models_declare():
     from ledger import parsers
     from ledger.db import models as m
     from ledger.db import writes as writing
-    from ledger.db.staging import SAMPLE_PLACE, SERIES_COLUMNS
+    from ledger.db.staging import SAMPLE_PLACE, STORED_SERIES
 
     def columns(model) -> list[str]:
         return sorted(c.name for c in model.__table__.columns if c.name != "id")
@@ -259,7 +259,7 @@ def test_the_writer_fills_every_column_the_models_declare():
     for model, written in ((m.Shape, ["boot_id", *writing.CHILD_COLUMNS["shape"]]),
                            (m.Fact, ["boot_id", *writing.CHILD_COLUMNS["fact"]]),
                            (m.Failure, ["boot_id", *writing.CHILD_COLUMNS["failure"]]),
-                           (m.RuntimeSample, [*SAMPLE_PLACE, *SERIES_COLUMNS])):
+                           (m.RuntimeSampleRow, [*SAMPLE_PLACE, *STORED_SERIES])):
         assert sorted(written) == columns(model), model.__tablename__
     boot = parsers.parse_file(str(F008), year=2026)[0]
     row, *_ = writing._boot_rows(boot, str(F008), None)

@@ -8,8 +8,23 @@ writes use and a new SQLite file's schema.  Column names follow the fact vocabul
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+    column,
+    table,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from ledger.parsers.vocabulary import RUNTIME_SERIES
 
 
 class Base(DeclarativeBase):
@@ -48,7 +63,12 @@ class Boot(Base):
     """One start-up of the engine, read from one region of one log file."""
 
     __tablename__ = "boot"
-    __table_args__ = (UniqueConstraint("content_sha256", name="uq_boot_content"),)
+    __table_args__ = (
+        UniqueConstraint("content_sha256", name="uq_boot_content"),
+        # newest first (history, a deploy's latest boot): walked, not sorted
+        Index("ix_boot_started", "started_at", "id"),
+        Index("ix_boot_deploy_started", "deploy_id", "started_at", "id"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     deploy_id: Mapped[int] = mapped_column(ForeignKey("deploy.id"), index=True)
     # identity: a digest of every line the boot was read from (see parsers.boots)
@@ -97,6 +117,7 @@ class Fact(Base):
     """One figure the log printed, with its evidence.  Never updated in place."""
 
     __tablename__ = "fact"
+    __table_args__ = (Index("ix_fact_boot_name", "boot_id", "name"),)  # a boot's figure by name: one lookup
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(120), index=True)
@@ -129,27 +150,79 @@ class Failure(Base):
     boot: Mapped[Boot] = relationship(back_populates="failures")
 
 
-class RuntimeSample(Base):
-    """One stats interval (engine_stats) or one speculative-decoding report (spec_decode)."""
+class KvReferenceCandidate(Base):
+    """A boot a group's KV predictions may be taken from: ready, with a KV budget and a token
+    count, in a group (``boot_kv.group_key``).  Written in the boot's own transaction (the
+    Writer, ``writes.insert_boot``) so that ``kv_reference`` finds a group's earliest ready
+    boot by an index lookup instead of ranking every boot of the ledger; a boot's rows go with
+    it (``ledger rm``), and the next earliest is then the reference."""
 
-    __tablename__ = "runtime_sample"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
-    kind: Mapped[str] = mapped_column(String(16))
+    __tablename__ = "kv_reference_candidate"
+    __table_args__ = (Index("ix_kv_reference_candidate_group", "group_key", "sort_at", "boot_id"),)
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), primary_key=True,
+                                         autoincrement=False)
+    group_key: Mapped[str] = mapped_column(Text)
+    # the window's order: started_at, a boot without one last
+    sort_at: Mapped[str] = mapped_column(String(32))
+
+
+class RuntimeSampleRow(Base):
+    """One stats interval (engine_stats) or one speculative-decoding report (spec_decode), stored
+    compactly; users read it through the ``runtime_sample`` view, which gives back every figure
+    as the log printed it.
+
+    * Clustered by boot (SQLite: ``WITHOUT ROWID``, the key ``(boot_id, id)``): a boot's samples
+      are one range, and no separate index on ``boot_id``.
+    * ``kind`` is a number (``staging.KIND_CODES``); the time (``YYYY-MM-DD HH:MM:SS``, no zone) as
+      seconds since 1970-01-01 00:00:00 (``logged_at_num``), or the text itself where it is no
+      real date and time
+      (``logged_at_text``).
+    * The figures are in ``figure_1``, ``figure_2``, … in the kind's series order (a stats
+      interval's and a spec-decode report's share the columns); spec decode's per-position list
+      is JSON in a column of its own.
+    * ``hundredths`` = 1: every figure of the row is stored as an integral number of hundredths
+      (SQLite keeps an integral REAL as a 1-4 byte integer), checked exact when written; 0: the
+      figures as they are.
+    """
+
+    __tablename__ = "runtime_sample_row"
+    __table_args__ = {"sqlite_with_rowid": False}
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), primary_key=True,
+                                         autoincrement=False)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    kind: Mapped[int] = mapped_column(SmallInteger)
     line: Mapped[int] = mapped_column(Integer)
-    logged_at: Mapped[str | None] = mapped_column(String(32))
+    logged_at_num: Mapped[int | None] = mapped_column(BigInteger)
+    logged_at_text: Mapped[str | None] = mapped_column(String(32))
     engine: Mapped[int | None] = mapped_column(Integer)
-    prompt_throughput_tps: Mapped[float | None] = mapped_column(Float)
-    generation_throughput_tps: Mapped[float | None] = mapped_column(Float)
-    running_reqs: Mapped[float | None] = mapped_column(Float)
-    waiting_reqs: Mapped[float | None] = mapped_column(Float)
-    swapped_reqs: Mapped[float | None] = mapped_column(Float)
-    pending_reqs: Mapped[float | None] = mapped_column(Float)
-    gpu_kv_cache_usage_pct: Mapped[float | None] = mapped_column(Float)
-    cpu_kv_cache_usage_pct: Mapped[float | None] = mapped_column(Float)
-    prefix_cache_hit_rate_pct: Mapped[float | None] = mapped_column(Float)
-    spec_mean_acceptance_length: Mapped[float | None] = mapped_column(Float)
-    spec_accepted_tokens: Mapped[float | None] = mapped_column(Float)
-    spec_drafted_tokens: Mapped[float | None] = mapped_column(Float)
-    spec_draft_acceptance_rate_pct: Mapped[float | None] = mapped_column(Float)
+    hundredths: Mapped[int] = mapped_column(SmallInteger)
+    # the sample's numbers in its kind's series order (parsers.vocabulary.RUNTIME_KIND_SERIES)
+    figure_1: Mapped[float | None] = mapped_column(Float)
+    figure_2: Mapped[float | None] = mapped_column(Float)
+    figure_3: Mapped[float | None] = mapped_column(Float)
+    figure_4: Mapped[float | None] = mapped_column(Float)
+    figure_5: Mapped[float | None] = mapped_column(Float)
+    figure_6: Mapped[float | None] = mapped_column(Float)
+    figure_7: Mapped[float | None] = mapped_column(Float)
+    figure_8: Mapped[float | None] = mapped_column(Float)
+    figure_9: Mapped[float | None] = mapped_column(Float)
     spec_per_position_acceptance: Mapped[str | None] = mapped_column(Text)  # JSON list
+
+
+class BootRuntime(Base):
+    """Per boot, how many samples of each kind it has and its last sample id: written with the
+    samples, so ``ledger export`` counts without grouping every sample, and a new sample id is
+    one index lookup past the ledger's last."""
+
+    __tablename__ = "boot_runtime"
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), primary_key=True,
+                                         autoincrement=False)
+    engine_stats: Mapped[int] = mapped_column(Integer)
+    spec_decode: Mapped[int] = mapped_column(Integer)
+    last_sample_id: Mapped[int | None] = mapped_column(Integer, index=True)
+
+
+# The runtime_sample view (migrations/versions/0004_*): the columns the table had, every figure
+# as printed; what the queries read samples through (``RuntimeSample.c.kind == "engine_stats"``).
+RUNTIME_SAMPLE_COLUMNS = ("id", "boot_id", "kind", "line", "logged_at", "engine", *RUNTIME_SERIES)
+RuntimeSample = table("runtime_sample", *[column(c) for c in RUNTIME_SAMPLE_COLUMNS])

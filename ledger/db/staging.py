@@ -13,15 +13,24 @@ from collections.abc import Iterator
 from typing import Any
 
 from ledger import parsers
-from ledger.parsers.vocabulary import RUNTIME_KIND_SERIES, RUNTIME_KINDS
+from ledger.parsers.vocabulary import RUNTIME_KIND_SERIES, RUNTIME_KINDS, RUNTIME_SERIES
 
 from .columns import COLUMNS
 from .writer import Writer, to_json
 
-# where a sample is (and whose), then its figures: the series, in the table's order (each one a
-# series of the vocabulary: a test holds them to it)
-SAMPLE_PLACE = ("boot_id", "kind", "line", "logged_at", "engine")
-SERIES_COLUMNS = [c for c in COLUMNS["runtime_sample"] if c not in SAMPLE_PLACE]
+# the series of every kind, in the order of the runtime_sample view's columns: a spooled row's
+SERIES_COLUMNS = list(RUNTIME_SERIES)
+# runtime_sample_row: where a sample is (and whose) and how it is stored, then its figures —
+# the numbers in figure_1, figure_2, … in its kind's series order, and spec decode's per-position
+# list (JSON)
+SAMPLE_PLACE = ("boot_id", "kind", "line", "logged_at_num", "logged_at_text", "engine", "hundredths")
+STORED_SERIES = [c for c in COLUMNS["runtime_sample_row"] if c not in SAMPLE_PLACE]
+PER_POSITION = "spec_per_position_acceptance"
+STORED_FIGURES = [c for c in STORED_SERIES if c != PER_POSITION]
+# per kind, the series stored in figure_1, figure_2, …
+FIGURE_SERIES = {kind: [s for s in series if s != PER_POSITION] for kind, series in RUNTIME_KIND_SERIES.items()}
+# the number a sample's kind is stored as (the ``runtime_sample`` view names it again)
+KIND_CODES = {"engine_stats": 0, "spec_decode": 1}
 
 
 class Staging:
@@ -86,6 +95,7 @@ class SampleSpool:
         self.seq = 0  # samples so far: a row's first column, the order they came in
         self.staging = staging
         self.tables: dict[str, str] = {}
+        self.flushed: dict[str, int] = dict.fromkeys(RUNTIME_KINDS, 0)  # rows moved to the staging tables, by kind
 
     def _staging(self) -> Staging:
         if self.staging is None:
@@ -116,10 +126,15 @@ class SampleSpool:
                 raw.execute("BEGIN")  # touches the staging database only: the ledger is not locked
             marks = ", ".join(["?"] * len(_SPOOL_COLUMNS[kind]))
             raw.executemany(f"INSERT INTO {self.tables[kind]} VALUES ({marks})", rows)
+            self.flushed[kind] += len(rows)
             self.rows[kind] = []
         if raw is not None:
             raw.execute("COMMIT")
         self.held = 0
+
+    def counts(self) -> dict[str, int]:
+        """The samples of each kind held so far (in memory and staged)."""
+        return {kind: self.flushed[kind] + len(self.rows[kind]) for kind in RUNTIME_KINDS}
 
     def copy_statement(self) -> str:
         """A SELECT of every staged row as (seq, kind, line, stamp, engine, *series, per-position)
@@ -159,10 +174,11 @@ class SampleSpool:
                 self.staging.raw.execute(f"DROP TABLE {table}")
         self.tables = {}
         self.rows = {kind: [] for kind in RUNTIME_KINDS}
+        self.flushed = dict.fromkeys(RUNTIME_KINDS, 0)
 
 
 # a spooled row of each kind: its order among the boot's samples (the rowid), then its
-# runtime_sample columns but boot_id and kind, with vLLM's stamp (no year: that is known when the
+# runtime_sample view's columns but boot_id and kind, with vLLM's stamp (no year: that is known when the
 # boot ends) for logged_at
 _SPOOL_COLUMNS = {kind: ["seq INTEGER PRIMARY KEY", "line", "stamp", "engine", *series]
                   for kind, series in RUNTIME_KIND_SERIES.items()}

@@ -10,6 +10,7 @@ the whole input's digest on boots read from a stream, and deploy settings (``led
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,15 @@ from ledger import parsers
 
 from ..errors import LedgerError
 from .columns import COLUMNS
-from .staging import SERIES_COLUMNS, SampleSpool
+from .staging import (
+    FIGURE_SERIES,
+    KIND_CODES,
+    PER_POSITION,
+    SERIES_COLUMNS,
+    STORED_FIGURES,
+    STORED_SERIES,
+    SampleSpool,
+)
 from .writer import Writer, retrying, to_json
 
 
@@ -93,10 +102,12 @@ def is_stored(writer: Writer, cur: Any, content_sha256: str) -> bool:
 def insert_boot(writer: Writer, cur: Any, deploy: int, boot: dict[str, Any], shape: list[tuple], facts: list[tuple],
                 failures: list[tuple]) -> int:
     """A boot row and its shape, fact and failure rows (each in its table's column order but the
-    boot id); the new boot's id."""
+    boot id), and what its group's KV reference needs; the new boot's id.  Its runtime samples
+    follow (``store_samples``)."""
     bid = writer.insert(cur, "boot", {"deploy_id": deploy, **boot})
     for table, rows in (("shape", shape), ("fact", facts), ("failure", failures)):
         writer.insert_many(cur, table, ["boot_id", *CHILD_COLUMNS[table]], [(bid, *row) for row in rows])
+    record_kv_candidate(writer, cur, bid)
     return bid
 
 
@@ -143,33 +154,164 @@ def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha25
         bid = insert_boot(writer, cur, deploy, row, shape, facts, failures)
         samples = SampleSpool()
         samples.add(boot.runtime)  # samples the parser kept (no sink)
-        if spool is not None:
-            _insert_samples(writer, cur, bid, spool, year, attached)
-        _insert_samples(writer, cur, bid, samples, year, False)
+        spools = [(spool, attached)] if spool is not None else []
+        store_samples(writer, cur, bid, [*spools, (samples, False)], year)
         return bid
 
 
-# the staged rows and the spool's batches are (kind, line, stamp, engine, *series): the table's
-# columns in this order, with boot_id first and the year put in front of the stamp
-_INSERT_SAMPLE = (f"INSERT INTO runtime_sample (boot_id, kind, line, logged_at, engine, {', '.join(SERIES_COLUMNS)}) ")
+# the staged rows and the spool's batches are (kind, line, stamp, engine, *SERIES_COLUMNS): stored
+# as runtime_sample_row has them (models.RuntimeSampleRow): the kind as its number, the time as
+# seconds since 1970, the kind's numbers in figure_1, figure_2, … as integral
+# hundredths where that is exact
+_INSERT_SAMPLE = ("INSERT INTO runtime_sample_row (boot_id, id, kind, line, logged_at_num, logged_at_text, engine, "
+                  f"hundredths, {', '.join(STORED_SERIES)}) ")
+_EPOCH = dt.datetime(1970, 1, 1)
+# per kind, where each of figure_1, figure_2, … is in a spooled row's series (None: not the kind's)
+_FIGURE_AT = {kind: [SERIES_COLUMNS.index(series[i]) if i < len(series) else None
+                     for i in range(len(STORED_FIGURES))] for kind, series in FIGURE_SERIES.items()}
+_PER_POSITION_AT = SERIES_COLUMNS.index(PER_POSITION)
+
+
+def _sample_sql(boot_id: int, first_id: int, year: int | None, source: str) -> str:
+    """INSERT … SELECT of ``source``'s rows (seq, kind, line, stamp, engine, *SERIES_COLUMNS) —
+    the staging tables, attached to the writer's SQLite connection — into runtime_sample_row;
+    the conversions are those ``_sample_row`` makes."""
+    kind = "CASE kind " + " ".join(f"WHEN '{k}' THEN {code}" for k, code in KIND_CODES.items()) + " END"
+    if year is not None:
+        # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
+        full = f"('{int(year):04d}-' || stamp)"
+        real = f"COALESCE(datetime({full}) = {full}, FALSE)"  # the view gives it back as it is
+        num = f"CASE WHEN {real} THEN CAST(strftime('%s', {full}) AS INTEGER) END"
+        text = f"CASE WHEN NOT {real} THEN {full} END"
+    else:
+        num, text = "NULL", "CAST(NULL AS VARCHAR(32))"  # vLLM's stamps lack the year: no time without one
+    slots = []
+    for i, figure in enumerate(STORED_FIGURES):
+        cases = " ".join(f"WHEN '{k}' THEN {series[i]}" for k, series in FIGURE_SERIES.items() if i < len(series))
+        slots.append(f"CASE kind {cases} END AS {figure}")
+    exact = " AND ".join(f"({c} IS NULL OR ROUND({c} * 100) / 100.0 = {c})" for c in STORED_FIGURES)
+    scaled = ", ".join(f"CASE WHEN hundredths = 1 THEN ROUND({c} * 100) ELSE {c} END" for c in STORED_FIGURES)
+    return (_INSERT_SAMPLE + f"SELECT {int(boot_id)}, {int(first_id) - 1} + seq, {kind}, line, {num}, {text}, engine, "
+            f"hundredths, {scaled}, {PER_POSITION} "
+            f"FROM (SELECT f.*, CASE WHEN {exact} THEN 1 ELSE 0 END AS hundredths FROM ("
+            f"SELECT seq, kind, line, stamp, engine, {', '.join(slots)}, {PER_POSITION} FROM ({source}) AS staged"
+            f") AS f) AS t")
+
+
+def _sample_row(boot_id: int, sample_id: int, year: int | None, row: tuple) -> tuple:
+    """A spooled row (kind, line, stamp, engine, *SERIES_COLUMNS) as runtime_sample_row stores it."""
+    kind, line, stamp, engine, *series = row
+    num = text = None
+    if year is not None and stamp is not None:
+        text = f"{year:04d}-{stamp}"
+        num = _seconds(text)
+        if num is not None:
+            text = None
+    figures = [None if i is None else series[i] for i in _FIGURE_AT[kind]]
+    hundredths = int(all(v is None or _in_hundredths(v) for v in figures))
+    if hundredths:
+        figures = [None if v is None else float(round(v * 100)) for v in figures]
+    return (boot_id, sample_id, KIND_CODES[kind], line, num, text, engine, hundredths, *figures,
+            series[_PER_POSITION_AT])
+
+
+def _seconds(text: str) -> int | None:
+    """``YYYY-MM-DD HH:MM:SS`` as seconds since 1970 (what SQLite's strftime('%s') gives), or
+    None for a text the view would not give back as it is."""
+    try:
+        when = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return None
+    if when.strftime("%Y-%m-%d %H:%M:%S") != text:
+        return None
+    return (when - _EPOCH) // dt.timedelta(seconds=1)
+
+
+def _in_hundredths(value: float) -> bool:
+    """Whether ``value`` comes back exactly as its integral hundredths divided by 100."""
+    return math.isfinite(value) and round(value * 100) / 100.0 == value
+
+
+def _next_sample_id(writer: Writer, cur: Any) -> int:
+    """The id after the ledger's last sample.  PostgreSQL: writers take their ids one at a time
+    (a lock held to the end of the boot's transaction); SQLite's write lock does that already."""
+    if not writer.is_sqlite:
+        cur.execute("SELECT pg_advisory_xact_lock(731078)")
+    cur.execute("SELECT COALESCE(MAX(last_sample_id), 0) FROM boot_runtime")
+    return cur.fetchone()[0] + 1
 
 
 def _insert_samples(writer: Writer, cur: Any, boot_id: int, spool: SampleSpool, year: str | None,
-                    attached: bool) -> None:
-    """A spool's rows as they are: the boot id and the year (vLLM's stamps lack it) go into the
-    statement as literals, so no row is built again on its way in; staged rows on the writer's
-    connection go in with one INSERT … SELECT."""
-    mark = writer.mark
+                    attached: bool, first_id: int) -> int:
+    """A spool's rows, ids from ``first_id`` on in the order the samples came in; the id after
+    the last.  Staged rows on the writer's connection go in with one INSERT … SELECT (the boot
+    id, the year — vLLM's stamps lack it — and the conversions written into the statement, so
+    no row is built again on its way in); others are converted and bound a batch at a time."""
+    y = int(year) if year else None
     if attached:
-        # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
-        stamp = f"'{int(year):04d}-' || stamp" if year else "CAST(NULL AS VARCHAR(32))"
-        cur.execute(_INSERT_SAMPLE + f"SELECT {int(boot_id)}, kind, line, {stamp}, engine, {', '.join(SERIES_COLUMNS)} "
-                                     f"FROM ({spool.copy_statement()}) AS staged")
-        return
-    stamp = f"'{int(year):04d}-' || {mark}" if year else f"CAST(NULL AS VARCHAR(32)) || {mark}"
-    sql = _INSERT_SAMPLE + f"VALUES ({int(boot_id)}, {mark}, {mark}, {stamp}, {', '.join([mark] * (len(SERIES_COLUMNS) + 1))})"
+        cur.execute(_sample_sql(boot_id, first_id, y, spool.copy_statement()))
+        return first_id + spool.seq
+    sql = _INSERT_SAMPLE + f"VALUES ({', '.join([writer.mark] * (8 + len(STORED_SERIES)))})"
+    next_id = first_id
     for batch in spool.batches():
-        cur.executemany(sql, batch)
+        rows = [_sample_row(boot_id, next_id + i, y, row) for i, row in enumerate(batch)]
+        next_id += len(rows)
+        cur.executemany(sql, rows)
+    return next_id
+
+
+def _record_runtime(writer: Writer, cur: Any, boot_id: int, spools: list[SampleSpool], first_id: int,
+                    next_id: int) -> None:
+    """The boot's sample counts by kind and its last sample id (``boot_runtime``)."""
+    counts = {kind: sum(s.counts()[kind] for s in spools) for kind in KIND_CODES}
+    q = writer.mark
+    cur.execute(f"INSERT INTO boot_runtime (boot_id, engine_stats, spec_decode, last_sample_id) "
+                f"VALUES ({q}, {q}, {q}, {q})",
+                (boot_id, counts["engine_stats"], counts["spec_decode"], next_id - 1 if next_id > first_id else None))
+
+
+# a stored sample as ``copy_samples`` takes it: runtime_sample_row's columns but boot_id and id
+STORED_SAMPLE_COLUMNS = ["kind", "line", "logged_at_num", "logged_at_text", "engine", "hundredths", *STORED_SERIES]
+
+
+def copy_samples(writer: Writer, cur: Any, boot_id: int, rows: list[tuple]) -> None:
+    """Another ledger's stored samples of one boot (``STORED_SAMPLE_COLUMNS``, in id order) for a
+    new boot, as they are stored (the encoding is the same on every database), and its
+    ``boot_runtime`` row: ``ledger copy``."""
+    first_id = _next_sample_id(writer, cur)
+    writer.insert_many(cur, "runtime_sample_row", ["boot_id", "id", *STORED_SAMPLE_COLUMNS],
+                       [(boot_id, first_id + i, *row) for i, row in enumerate(rows)])
+    counts = {code: 0 for code in KIND_CODES.values()}
+    for row in rows:
+        counts[row[0]] += 1
+    q = writer.mark
+    cur.execute(f"INSERT INTO boot_runtime (boot_id, engine_stats, spec_decode, last_sample_id) "
+                f"VALUES ({q}, {q}, {q}, {q})",
+                (boot_id, counts[KIND_CODES["engine_stats"]], counts[KIND_CODES["spec_decode"]],
+                 first_id + len(rows) - 1 if rows else None))
+
+
+# a boot a group's KV predictions may be taken from: the ``kv_reference_candidate`` row the
+# migration 0004 fills for the boots already stored, here for one new boot
+_CANDIDATE = ("INSERT INTO kv_reference_candidate (boot_id, group_key, sort_at) "
+              "SELECT boot_id, group_key, COALESCE(started_at, '9999-12-31 23:59:59') FROM kv_cost_per_token "
+              "WHERE boot_id = {mark} AND outcome = 'ready' AND group_key IS NOT NULL")
+
+
+def record_kv_candidate(writer: Writer, cur: Any, boot_id: int) -> None:
+    """Make the boot a candidate reference of its group if it is one (``kv_reference``): in the
+    transaction that writes its shape and facts, or that changes them (delete its row first)."""
+    cur.execute(_CANDIDATE.format(mark=writer.mark), (boot_id,))
+
+
+def store_samples(writer: Writer, cur: Any, boot_id: int, spools: list[tuple[SampleSpool, bool]],
+                  year: str | None) -> None:
+    """A new boot's runtime samples, spool after spool (each: whether it is staged on the
+    writer's connection), and its ``boot_runtime`` row."""
+    first_id = next_id = _next_sample_id(writer, cur)
+    for spool, attached in spools:
+        next_id = _insert_samples(writer, cur, boot_id, spool, year, attached, next_id)
+    _record_runtime(writer, cur, boot_id, [s for s, _ in spools], first_id, next_id)
 
 
 def set_source_sha256(writer: Writer, boot_ids: list[int], sha256: str) -> None:
@@ -243,7 +385,8 @@ def set_deploy_label(writer: Writer, deploy: int, label: str) -> None:
     retrying(write)
 
 
-BOOT_CHILDREN = ("shape", "fact", "failure", "runtime_sample")  # every table that holds a boot's rows
+# every table that holds a boot's rows: the tables with a boot_id column (from the models)
+BOOT_CHILDREN = tuple(table for table, cols in COLUMNS.items() if "boot_id" in cols)
 
 
 def delete_boots(writer: Writer, boot_ids: list[int]) -> int:

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 FORMATS = ("table", "markdown", "csv", "json", "jsonl")
@@ -69,3 +69,91 @@ def rows_text(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None, fmt
             return terminal.paint(text) if column in coloured else text
     return render(rows, columns, fmt, align_right, width=terminal.width() if fmt == "table" else None,
                   flexible=flexible, headers=headers, style=style)
+
+
+STREAM_CHUNK = 500  # rows laid out at a time when a table is printed as it is read
+
+
+def rows_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[str], fmt: str, *,
+               human: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+               align_right: Sequence[str] = (), flexible: Sequence[str] = (),
+               headers: dict[str, str] | None = None, coloured: Sequence[str] = ()) -> Iterator[str]:
+    """``rows_text`` for more rows than memory should hold, a line (or a chunk of lines) at a
+    time, the same text.  ``rows()`` gives the rows again each time it is called: csv, jsonl,
+    json and markdown read them once, a table twice (its column widths, then its lines)."""
+    from . import terminal
+    from .table import cell, render
+
+    if fmt == "jsonl":
+        for r in rows():
+            yield json.dumps({c: r.get(c) for c in columns}, default=str)
+        return
+    if fmt == "json":  # json.dumps(list, indent=2), an element at a time
+        first = True
+        for r in rows():
+            text = json.dumps({c: r.get(c) for c in columns}, indent=2, default=str)
+            yield ("[\n" if first else ",\n") + "\n".join("  " + line for line in text.split("\n"))
+            first = False
+        yield "[]" if first else "]"
+        return
+    def shown() -> Iterator[dict[str, Any]]:
+        return (human(r) for r in rows()) if human is not None and fmt in ("table", "markdown") else iter(rows())
+    if fmt in ("csv", "markdown"):
+        head = True
+        chunk: list[dict[str, Any]] = []
+        for r in shown():
+            chunk.append(r)
+            if len(chunk) == STREAM_CHUNK:
+                yield _without_head(render(chunk, columns, fmt, align_right, headers=headers), fmt, head)
+                head, chunk = False, []
+        if chunk or head:
+            yield _without_head(render(chunk, columns, fmt, align_right, headers=headers), fmt, head)
+        return
+    # a table: the widest cell of each column first, then chunks laid out at those widths
+    names = [(headers or {}).get(c, c) for c in columns]
+    widest = [len(n) for n in names]
+    for r in shown():
+        for i, c in enumerate(columns):
+            widest[i] = max(widest[i], len(cell(r.get(c))))
+    flex = [(headers or {}).get(c, c) for c in flexible]
+    from .table import clip, fit_widths
+
+    widths = fit_widths(names, [["x" * w for w in widest]], terminal.width(), flex) or widest
+    style = None
+    if coloured and terminal.colour():
+        def style(column: str, text: str) -> str:
+            return terminal.paint(text) if column in coloured else text
+
+    def padded(r: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for c, w in zip(columns, widths, strict=True):
+            text = clip(cell(r.get(c)), w)
+            out[c] = text.rjust(w) if c in align_right else text.ljust(w)
+        return out
+
+    head = True
+    chunk = []
+    for r in shown():
+        chunk.append(padded(r))
+        if len(chunk) == STREAM_CHUNK:
+            yield _table_chunk(chunk, columns, names, widths, align_right, style, head)
+            head, chunk = False, []
+    if chunk or head:
+        yield _table_chunk(chunk, columns, names, widths, align_right, style, head)
+
+
+def _without_head(text: str, fmt: str, head: bool) -> str:
+    """A chunk of csv (one header line) or markdown (header and rule) without its head after the
+    first chunk."""
+    return text if head else "\n".join(text.split("\n")[1 if fmt == "csv" else 2:])
+
+
+def _table_chunk(rows: list[dict[str, Any]], columns: Sequence[str], names: list[str], widths: list[int],
+                 align_right: Sequence[str], style: Callable[[str, str], str] | None, head: bool) -> str:
+    from .table import clip, render
+
+    labels = {c: clip(n, w).rjust(w) if c in align_right else clip(n, w).ljust(w)
+              for c, n, w in zip(columns, names, widths, strict=True)}
+    text = render(rows, columns, "table", align_right, width=None, headers=labels, style=style, keep_spaces=True)
+    lines = text.split("\n")
+    return "\n".join(lines if head else lines[2:])

@@ -88,7 +88,8 @@ def fit_widths(columns: Sequence[str], cells: list[list[str]], width: int | None
 def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, fmt: str = "table",
            align_right: Sequence[str] = (), *, width: int | None = None,
            flexible: Sequence[str] | dict[str, int] = (),
-           headers: dict[str, str] | None = None, style: Callable[[str, str], str] | None = None) -> str:
+           headers: dict[str, str] | None = None, style: Callable[[str, str], str] | None = None,
+           keep_spaces: bool = False) -> str:
     """``rows`` in ``fmt``.  For json/jsonl the values go out as they are (the command has
     already made them the contract's); for the others each value becomes a cell.  ``width``
     and ``flexible`` fit a table to the terminal; ``headers`` names columns for people;
@@ -128,6 +129,8 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
     from tabulate import tabulate
 
     tabulate_module.MIN_PADDING = 0  # columns as wide as their widest cell: the width fitting counts on it
+    # cells already padded to their column's width (a table printed a chunk at a time) keep it
+    tabulate_module.PRESERVE_WHITESPACE = keep_spaces
     align = ["right" if c in align_right else "left" for c in columns]
     text = tabulate(cells, headers=names, tablefmt="simple", colalign=align, disable_numparse=True)
     return "\n".join(line.rstrip() for line in text.splitlines())

@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..db.connect import Ledger
 from ..errors import LedgerError
-from ..output import figures_text, human
+from ..render.table import figures_text, human
 from . import charts, data
 
 HERE = Path(__file__).resolve().parent

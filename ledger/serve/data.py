@@ -208,7 +208,7 @@ def runtime_frame(ledger: Ledger, ref: str, report: dict[str, Any] | None = None
 
     with ledger.Session() as s:
         b = resolve_boot(s, ref)
-        S = m.RuntimeSample
+        S = m.RuntimeSample.c
         cols = [S.kind, S.line, S.logged_at, S.engine, *(getattr(S, c) for c in RUNTIME_SERIES + SPEC_SERIES)]
         rows = s.execute(select(*cols).where(S.boot_id == b.id).order_by(S.line)).all()
         bid = b.id

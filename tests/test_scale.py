@@ -1,0 +1,206 @@
+"""A ledger of years (issue 17): the views return what their first definitions (migration 0002)
+return, on every fixture, on SQLite and PostgreSQL; one boot's reads are index lookups; the
+runtime samples come back from their compact table as the parser read them."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+from conftest import REAL, ROOT, SYNTH
+from dbutil import _engine, sqlite_only
+from sqlalchemy import text
+
+VIEWS = ["boot_figures", "boot_kv", "kv_cost_per_token", "kv_reference", "kv_reconciliation",
+         "capacity_contract", "budget_ceilings"]
+
+
+def _first_definitions() -> list[tuple[str, str]]:
+    """The views as migration 0002 created them, renamed old_<view> and made temporary."""
+    spec = importlib.util.spec_from_file_location("m0002", ROOT / "migrations" / "versions" / "0002_reconciliation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = []
+    for name, ddl in module.VIEWS:
+        for view in VIEWS:
+            ddl = re.sub(rf"\b{view}\b", f"old_{view}", ddl)
+        out.append((name, ddl.replace("CREATE VIEW", "CREATE TEMP VIEW")))
+    return out
+
+
+@pytest.fixture
+def every_fixture(db, cli):
+    logs = [str(p) for p in sorted(REAL.glob("*.log"))] + [str(p) for p in sorted(SYNTH.glob("*.log"))]
+    cli("ingest", "--year", "2026", "--label", "fixtures", *logs)
+    return db
+
+
+def _compare(db: str) -> None:
+    with _engine(db).connect() as conn:
+        for _, ddl in _first_definitions():
+            conn.execute(text(ddl))
+        for view in VIEWS:
+            now = [tuple(r) for r in conn.execute(text(f"SELECT * FROM {view} ORDER BY boot_id"))]
+            before = [tuple(r) for r in conn.execute(text(f"SELECT * FROM old_{view} ORDER BY boot_id"))]
+            assert now == before, view
+        conn.rollback()
+
+
+def test_the_views_return_what_their_first_definitions_return_on_every_fixture(every_fixture):
+    with _engine(every_fixture).connect() as conn:
+        refs = conn.execute(text("SELECT count(*) FROM kv_reference WHERE ref_boot_id IS NOT NULL")).scalar()
+    assert refs > 0  # the fixtures have groups with a reference: the comparison is not of NULLs
+    _compare(every_fixture)
+
+
+def test_a_pinned_reference_is_the_reference_as_before(every_fixture, cli):
+    with _engine(every_fixture).connect() as conn:
+        last = conn.execute(text("SELECT max(boot_id) FROM kv_cost_per_token")).scalar()
+    r = cli("deploy", "set", "fixtures", f"kv_reference_boot={last}")
+    assert r.exit_code == 0, r.output
+    _compare(every_fixture)
+
+
+def test_removing_a_groups_reference_makes_the_next_earliest_the_reference(every_fixture):
+    with _engine(every_fixture).begin() as conn:
+        ref = conn.execute(text("SELECT ref_boot_id FROM kv_reference WHERE ref_chosen_by LIKE 'earliest%' "
+                                "ORDER BY boot_id")).scalar()
+        for table in ("fact", "shape", "failure", "runtime_sample_row", "boot_runtime", "kv_reference_candidate"):
+            conn.execute(text(f"DELETE FROM {table} WHERE boot_id = {ref}"))
+        conn.execute(text(f"DELETE FROM boot WHERE id = {ref}"))
+    _compare(every_fixture)
+
+
+@sqlite_only
+@pytest.mark.parametrize("view", VIEWS)
+def test_one_boots_row_of_a_view_is_found_by_index_lookups(every_fixture, view):
+    import sqlite3
+
+    con = sqlite3.connect(every_fixture)
+    plan = [row[3] for row in con.execute(f"EXPLAIN QUERY PLAN SELECT * FROM {view} WHERE boot_id = 3")]
+    con.close()
+    # a co-routine is a subquery the filter was pushed into: scanning it reads that boot's row
+    coroutines = {step.split()[1] for step in plan if step.startswith("CO-ROUTINE")}
+    scans = [step for step in plan if step.startswith(("SCAN", "MATERIALIZE", "USE TEMP B-TREE FOR ORDER"))
+             and not (step.startswith("SCAN") and step.split()[1] in coroutines)]
+    assert plan and not scans, plan
+
+
+@sqlite_only
+def test_one_boots_samples_are_a_range_of_the_table(every_fixture):
+    import sqlite3
+
+    con = sqlite3.connect(every_fixture)
+    plan = [row[3] for row in con.execute("EXPLAIN QUERY PLAN SELECT * FROM runtime_sample WHERE boot_id = 3")]
+    con.close()
+    assert plan == ["SEARCH r USING PRIMARY KEY (boot_id=?)"]
+
+
+def test_a_sample_whose_figures_are_not_whole_hundredths_is_stored_as_it_is(db, cli, tmp_path):
+    """A figure printed with more decimals than hundredths (or a time that is no real date)
+    comes back exactly: the row keeps the numbers as they are."""
+    log = tmp_path / "odd.log"
+    base = (REAL / "008_v1-nightly-dual4090-dflash-kvpool-specdecode-runtime.log").read_text()
+    line = next(x for x in base.splitlines() if "Avg prompt throughput" in x)
+    odd = re.sub(r"Avg prompt throughput: [0-9.]+", "Avg prompt throughput: 1234.567", line)
+    odd = re.sub(r"\d\d-\d\d (\d\d:\d\d:\d\d)", r"02-30 \1", odd, count=1)
+    log.write_text(base.replace(line, odd, 1))
+    assert cli("ingest", "--year", "2026", str(log)).exit_code == 0
+    with _engine(db).connect() as conn:
+        got = conn.execute(text("SELECT prompt_throughput_tps, logged_at FROM runtime_sample "
+                                "WHERE prompt_throughput_tps = 1234.567")).all()
+        stored = conn.execute(text("SELECT hundredths, logged_at_text FROM runtime_sample_row "
+                                   "WHERE figure_1 = 1234.567")).all()
+    when = "2026-02-30 " + re.search(r"02-30 (\d\d:\d\d:\d\d)", odd).group(1)
+    assert got == [(1234.567, when)]
+    assert stored == [(0, when)]
+
+
+def test_history_as_a_streamed_table_is_the_table_it_was(every_fixture, cli, monkeypatch):
+    """``ledger history`` prints its table in two passes over the rows (widths, then chunks of
+    lines) as they are read: the same table ``rows_text`` makes of the whole list, however the
+    rows fall into chunks."""
+    import ledger.render
+    from ledger.db.connect import connect
+    from ledger.queries import HISTORY_COMPACT, HISTORY_HEADERS, history, humanize_history
+    from ledger.render import rows_text
+
+    ledger_ = connect(every_fixture, mode="read")
+    try:
+        rows = history(ledger_)
+    finally:
+        ledger_.dispose()
+    table = rows_text(rows, HISTORY_COMPACT, "table", human=humanize_history, headers=HISTORY_HEADERS,
+                      align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
+                      flexible=("deploy", "engine_version", "source_path"))
+    assert len(rows) > 40
+    for chunk in (ledger.render.STREAM_CHUNK, 7, 1):
+        monkeypatch.setattr(ledger.render, "STREAM_CHUNK", chunk)
+        assert cli("history").output == table + "\n"
+
+
+def test_export_streamed_as_json_is_the_list_it_was(every_fixture, cli):
+    import json
+
+    from ledger.db.connect import connect
+    from ledger.queries import export
+
+    ledger = connect(every_fixture, mode="read")
+    try:
+        objs = export(ledger)
+    finally:
+        ledger.dispose()
+    assert cli("export").output == json.dumps(objs, indent=2) + "\n"
+    assert cli("export", "--format", "jsonl").output == "".join(json.dumps(o) + "\n" for o in objs)
+
+
+def test_export_streamed_as_csv_is_the_table_it_was(every_fixture, cli):
+    from ledger.output import render
+
+    from ledger.db.connect import connect
+    from ledger.queries import export
+
+    ledger = connect(every_fixture, mode="read")
+    try:
+        objs = export(ledger)
+    finally:
+        ledger.dispose()
+    cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
+            "unit", "precision", "rank", "process", "pack", "line", "text"]
+    rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
+             "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
+             "engine_version": o["engine"]["version"], **f} for o in objs for f in o["facts"]]
+    assert len(rows) > 100
+    assert cli("export", "--format", "csv").output == render(rows, cols, "csv") + "\n"
+
+
+@sqlite_only
+def test_history_limit_and_a_deploys_latest_boot_walk_an_index(every_fixture):
+    """``history --limit K`` and a deploy's latest boot read the boots in order from an index
+    (no sort of every boot): the plans of the statements they run."""
+    from sqlalchemy import event
+
+    from ledger.db.connect import connect
+    from ledger.queries import history, latest_boot
+
+    ledger = connect(every_fixture, mode="read")
+    statements = []
+    event.listen(ledger.engine, "before_cursor_execute",
+                 lambda conn, cur, sql, params, ctx, many: statements.append((sql, params)))
+    try:
+        rows = history(ledger, limit=20)
+        with ledger.Session() as s:
+            newest = latest_boot(s, 1)
+        plans = []
+        with ledger.engine.connect() as conn:
+            for sql, params in statements:
+                if sql.lstrip().startswith("SELECT") and "FROM boot" in sql and "ORDER BY" in sql:
+                    plans.append(conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params).all())
+    finally:
+        ledger.dispose()
+    assert len(rows) == 20 and newest is not None
+    assert len(plans) >= 2  # history (its 20 boots all have a start time) and the latest boot
+    for plan in plans:
+        steps = [row[3] for row in plan]
+        assert not [s for s in steps if s.startswith(("SCAN boot", "USE TEMP B-TREE"))], steps
