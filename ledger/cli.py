@@ -7,7 +7,6 @@ Nothing here parses logs, builds SQL or opens a database itself; see ``ledger.in
 from __future__ import annotations
 
 import gc
-import json
 import re
 import sys
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ import click
 
 from . import __version__
 from .errors import LedgerError
+from .output import dumps
 
 DB_HELP = "Ledger file or SQLAlchemy URL (env LEDGER_DB; default ~/.local/share/ledger/ledger.db)."
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -172,13 +172,21 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         # the modules and the open ledger live until exit: the collector need not walk them
         # again each time the parse's short-lived objects trigger a full collection
         gc.freeze()
+        from parsers.source import printable
+
         for i, path in enumerate(logs):
+            shown = printable(path)  # a file name that is not UTF-8 prints (and is stored) escaped
             progress = _Progress(path) if sys.stderr.isatty() else None
             result = ingest_file(writer, path, info, rules, year=year, progress=progress,
                                  on_stored=_streamed(path, as_json) if path == "-" else None,
                                  started=started if i == 0 else None)
             if progress:
                 progress.done()
+            for warning in result.warnings:
+                click.echo(f"warning: {shown}: {warning}", err=True)
+            if result.long_lines:
+                click.echo(f"warning: {shown}: {result.long_lines} line{'s' if result.long_lines != 1 else ''} "
+                           f"longer than 1 MiB (not vLLM records): only their first MiB was read", err=True)
             if result.error:
                 failed += 1
                 click.echo(f"error: {result.error}", err=True)
@@ -186,9 +194,9 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
             for bid, boot in result.stored:
                 stored_ids.append(str(bid))
                 if not as_json and path != "-":
-                    click.echo(_boot_line(bid, boot, path))
+                    click.echo(_boot_line(bid, boot, shown))
             if result.existing and not result.stored and not as_json:
-                click.echo(f"{path}: already in the ledger ({result.existing} boot"
+                click.echo(f"{shown}: already in the ledger ({result.existing} boot"
                            f"{'s' if result.existing != 1 else ''}, sha256 {result.sha256[:12]}); nothing stored")
     finally:
         writer.close()
@@ -196,7 +204,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         from .queries import export
 
         with _reading(db) as ledger:
-            click.echo(json.dumps(export(ledger, stored_ids) if stored_ids else [], indent=2))
+            click.echo(dumps(export(ledger, stored_ids) if stored_ids else [], indent=2))
     if failed:
         raise click.exceptions.Exit(1)
 
@@ -214,14 +222,16 @@ class _Progress:
     def __call__(self, done: int) -> None:
         import time
 
+        from parsers.source import printable
+
         if time.monotonic() - self.start < 1.0:
             return
         self.shown = True
         mb = done / 1e6
         if self.total:
-            click.echo(f"\r{self.path}: {done / self.total:4.0%} of {self.total / 1e6:,.0f} MB", nl=False, err=True)
+            click.echo(f"\r{printable(self.path)}: {done / self.total:4.0%} of {self.total / 1e6:,.0f} MB", nl=False, err=True)
         else:
-            click.echo(f"\r{self.path}: {mb:,.0f} MB read", nl=False, err=True)
+            click.echo(f"\r{printable(self.path)}: {mb:,.0f} MB read", nl=False, err=True)
 
     def done(self) -> None:
         if self.shown:
@@ -317,7 +327,7 @@ def show(boot: str, fmt: str, db: str | None) -> None:
 
     with _reading(db) as ledger:
         obj = show_boot(ledger, boot)
-    click.echo(json.dumps(obj, indent=2) if fmt == "json" else render_show(obj))
+    click.echo(dumps(obj, indent=2) if fmt == "json" else render_show(obj))
 
 
 @main.command()
@@ -341,10 +351,10 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
     with _reading(db) as ledger:
         objs = export_objs(ledger, list(boots) or None)
     if fmt == "json":
-        click.echo(json.dumps(objs, indent=2))
+        click.echo(dumps(objs, indent=2))
     elif fmt == "jsonl":
         for o in objs:
-            click.echo(json.dumps(o))
+            click.echo(dumps(o))
     else:
         rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
                  "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
@@ -357,8 +367,10 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
 @main.command()
 @click.argument("query")
 @click.option("--format", "fmt", type=FORMAT, default="table", show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=0), default=120, show_default=True,
+              help="Stop the query after this many seconds (0: no limit).")
 @db_option
-def sql(query: str, fmt: str, db: str | None) -> None:
+def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
     """Run one read-only SQL query on the ledger and print the result.
 
     Tables: deploy, boot, shape, fact, failure, runtime_sample (see the README).
@@ -369,11 +381,13 @@ def sql(query: str, fmt: str, db: str | None) -> None:
       ledger sql "SELECT outcome, count(*) FROM boot GROUP BY outcome" --format csv
     """
     from .db.readonly import run_sql
-    from .output import render
+    from .output import render_stream
 
-    with _reading(db) as ledger:
-        cols, rows = run_sql(ledger, query)
-    click.echo(render([dict(zip(cols, r, strict=True)) for r in rows], cols, fmt))
+    # rows go out as they come (a result of millions of rows is never held); Ctrl-C stops it
+    with _reading(db) as ledger, run_sql(ledger, query, timeout) as result:
+        for piece in render_stream(result.rows, result.columns, fmt):
+            click.echo(piece, nl=False)
+        click.echo()
 
 
 @main.command()
@@ -471,7 +485,7 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
     except AllocatorError as exc:
         raise LedgerError(str(exc)) from None
     if fmt == "json":
-        click.echo(json.dumps(p.to_json(), indent=2))
+        click.echo(dumps(p.to_json(), indent=2))
         return
     from parsers.units import format_bytes
 
@@ -509,7 +523,7 @@ def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
     with _reading(db) as ledger:
         results = run_check(ledger, list(deploys) or None)
     if fmt == "json":
-        click.echo(json.dumps([{"deploy": r.deploy, "boot": r.boot, "outcome": r.outcome,
+        click.echo(dumps([{"deploy": r.deploy, "boot": r.boot, "outcome": r.outcome,
                                 "checks": [line.__dict__ for line in r.lines]} for r in results], indent=2))
     else:
         if not results:
@@ -586,7 +600,7 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
 
     with _reading(db) as ledger:
         report = runtime_report(ledger, boot)
-    click.echo(json.dumps(report, indent=2) if fmt == "json" else render_runtime(report))
+    click.echo(dumps(report, indent=2) if fmt == "json" else render_runtime(report))
 
 
 @main.group()
@@ -750,7 +764,9 @@ def copy_cmd(src: str, dst: str) -> None:
             b.close()
     finally:
         a.dispose()
-    click.echo(f"copied {result.copied} boot{'s' if result.copied != 1 else ''} from {src} to {dst}"
+    from .db.location import shown_url
+
+    click.echo(f"copied {result.copied} boot{'s' if result.copied != 1 else ''} from {shown_url(src)} to {shown_url(dst)}"
                + (f"; {result.present} already there" if result.present else ""))
 
 
@@ -801,7 +817,7 @@ def db_current(db: str | None) -> None:
     finally:
         ledger.dispose()
     status = "head" if rev == HEAD_REVISION else f"head is {HEAD_REVISION}"
-    click.echo(f"{ledger.url}\n{rev or '(no schema)'} ({status})")
+    click.echo(f"{ledger.shown}\n{rev or '(no schema)'} ({status})")
 
 
 if __name__ == "__main__":  # pragma: no cover

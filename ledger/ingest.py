@@ -25,6 +25,8 @@ class FileResult:
     stored: list[tuple[int, parsers.Boot]] = field(default_factory=list)
     existing: int = 0  # boots of this file already in the ledger
     error: str | None = None
+    long_lines: int = 0  # lines past parsers.source.MAX_LINE, read only up to it
+    warnings: list[str] = field(default_factory=list)  # the reading's own (trailing garbage)
 
 
 def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None) -> parsers.Parse | None:
@@ -75,10 +77,12 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         parse.run(on_boot=on_boot, runtime_sink=sink, progress=progress)
     except parsers.SourceError as exc:
         result.error = str(exc)
+        result.long_lines, result.warnings = source.long_lines, source.warnings
         return result
     finally:
         staging.close()
     result.sha256 = source.sha256
+    result.long_lines, result.warnings = source.long_lines, source.warnings
     set_source_sha256(writer, [bid for bid, _ in result.stored], source.sha256)
     return result
 

@@ -5,8 +5,26 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every float that JSON cannot spell (inf, nan: a ledger written before
+    figures were range-checked may hold them) as null, so the output is always valid JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """``json.dumps`` that only ever writes valid JSON (``json_safe``)."""
+    return json.dumps(json_safe(value), allow_nan=False, **options)
 
 
 def human(value: Any, unit: str, show_unit: bool = False) -> str:
@@ -49,9 +67,9 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
            align_right: Sequence[str] = ()) -> str:
     columns = list(columns or (rows[0].keys() if rows else []))
     if fmt == "json":
-        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=str)
+        return dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=str)
     if fmt == "jsonl":
-        return "\n".join(json.dumps({c: r.get(c) for c in columns}, default=str) for r in rows)
+        return "\n".join(dumps({c: r.get(c) for c in columns}, default=str) for r in rows)
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -79,3 +97,49 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
     out = [fmt_row(columns), fmt_row(["-" * w for w in widths])]
     out += [fmt_row(row) for row in cells]
     return "\n".join(out)
+
+
+def render_stream(rows: Iterable[Sequence[Any]], columns: Sequence[str], fmt: str = "table",
+                  page: int = 1000) -> Iterator[str]:
+    """``render`` for a result too large to hold (``ledger sql``): the text in pieces, as rows
+    arrive.  The output is ``render``'s; only a table longer than ``page`` rows takes its
+    column widths from its first page (a longer value later pushes its row out of line)."""
+    columns = list(columns)
+    it = iter(rows)
+    if fmt in ("json", "jsonl"):
+        first = True
+        if fmt == "json":
+            yield "["
+        for r in it:
+            obj = dumps(dict(zip(columns, r, strict=True)), indent=2 if fmt == "json" else None, default=str)
+            if fmt == "json":
+                yield ("\n" if first else ",\n") + "\n".join("  " + line for line in obj.splitlines())
+            else:
+                yield ("" if first else "\n") + obj
+            first = False
+        if fmt == "json":
+            yield "]" if first else "\n]"
+        return
+    head = []
+    for r in it:
+        head.append(r)
+        if len(head) >= page:
+            break
+    text = render([dict(zip(columns, r, strict=True)) for r in head], columns, fmt)
+    if len(head) < page:
+        yield text
+        return
+    yield text
+    if fmt == "table":
+        # the widths of the first page: its dashes line says them
+        widths = [len(d) for d in text.splitlines()[1].split("  ")]
+    for r in it:
+        cells = [_cell(v) for v in r]
+        if fmt == "csv":
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerow(cells)
+            yield "\n" + buf.getvalue().rstrip("\n")
+        elif fmt == "markdown":
+            yield "\n| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        else:
+            yield "\n" + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()

@@ -84,7 +84,8 @@ class _ExternalCounts:
         env = dict(os.environ, LC_ALL="C")
         self.procs = [
             (kind, subprocess.Popen([*_NICE, _GREP, "-a", "-c", "-F", "-e", anchor, "--", path], env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    preexec_fn=_grep_memory_cap))
             for anchor, kind in count_anchors.items()
         ]
 
@@ -109,6 +110,17 @@ class _ExternalCounts:
             except ValueError:
                 ok = False
         return out if ok else None
+
+
+# grep holds a whole line in memory (a 200 MB line: 390 MB); past this it fails, and the lines
+# are counted in Python instead (``totals`` is None), whose reading caps a line (source.MAX_LINE)
+_GREP_MEMORY = 64 * 1024 * 1024
+
+
+def _grep_memory_cap() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (_GREP_MEMORY, _GREP_MEMORY))
 
 
 # From this size a plain file is counted by grep and scanned in a forked child, each on a core of
@@ -198,7 +210,7 @@ class Parse:
         self.child: ChildScan | None = None
         if self.in_child:  # first: the scan is what the ingest waits for
             self.child = ChildScan(lambda: rules.scanner().scan(self._blocks(), count=self.counting_here),
-                                   finish=lambda: (state["vllm"], source.sha256, source.size),
+                                   finish=lambda: (state["vllm"], source.sha256, source.size, source.long_lines),
                                    position=lambda: source.size, path=source.path, refine=rules.runs)
         self.external = None
         try:
@@ -281,7 +293,7 @@ class Parse:
                 for boot in closed:
                     emit(boot)
         if self.child is not None:
-            state["vllm"], source.sha256, source.size = self.child.result
+            state["vllm"], source.sha256, source.size, source.long_lines = self.child.result
         if source.size == 0:
             raise SourceError(f"{source.display}: is empty")
         if not state["vllm"]:

@@ -199,7 +199,10 @@ class Rule:
         if not m:
             return []
         if self.extract is not None:
-            data = self.extract(m, line, record)
+            try:
+                data = self.extract(m, line, record)
+            except units.UnitError:
+                return []  # a figure out of range: the line is not read, never guessed at
             if data is None:
                 return []
         else:

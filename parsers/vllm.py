@@ -508,8 +508,10 @@ def _stats_figures(g: tuple[str, ...]) -> tuple[int | None, tuple[Any, ...]]:
 
 _FAST_STATS = FastShape(
     "engine_stats",
-    r"Engine (\d+): Avg prompt throughput: (\d+\.\d) tokens/s, Avg generation throughput: (\d+\.\d) tokens/s, "
-    r"Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: (\d+\.\d)%, Prefix cache hit rate: (\d+\.\d)%",
+    # at most 18 digits a figure: a longer one (out of any column's range) takes the general
+    # extractor, which does not read it
+    r"Engine (\d{1,18}): Avg prompt throughput: (\d{1,18}\.\d) tokens/s, Avg generation throughput: (\d{1,18}\.\d) tokens/s, "
+    r"Running: (\d{1,18}) reqs, Waiting: (\d{1,18}) reqs, GPU KV cache usage: (\d{1,18}\.\d)%, Prefix cache hit rate: (\d{1,18}\.\d)%",
     _stats_figures,
 )
 
@@ -524,8 +526,8 @@ def _spec_figures(g: tuple[str, ...]) -> tuple[int | None, tuple[Any, ...]]:
 
 _FAST_SPEC = FastShape(
     "spec_decode",
-    r"SpecDecoding metrics: Mean acceptance length: (\d+\.\d+), Accepted throughput: \d+\.\d+ tokens/s, "
-    r"Drafted throughput: \d+\.\d+ tokens/s, Accepted: (\d+) tokens, Drafted: (\d+) tokens, "
+    r"SpecDecoding metrics: Mean acceptance length: (\d{1,18}\.\d{1,18}), Accepted throughput: \d+\.\d+ tokens/s, "
+    r"Drafted throughput: \d+\.\d+ tokens/s, Accepted: (\d{1,18}) tokens, Drafted: (\d{1,18}) tokens, "
     r"Per-position acceptance rate: (\d\.\d+(?:, \d\.\d+)*), Avg Draft acceptance rate: (\d+\.\d)%",
     _spec_figures,
 )

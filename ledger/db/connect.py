@@ -2,8 +2,10 @@
 
 * ``connect(db, mode="read" | "write")``: a ``Ledger`` (SQLAlchemy) for the queries; a command
   says whether it only reads.  In write mode ``Ledger.writer()`` gives the ``Writer`` its
-  writes go through (``ledger deploy set``).  Today both modes create a missing SQLite file and
-  migrate an older ledger; a read is where a "changes no byte" open would go.
+  writes go through (``ledger deploy set``).  Write mode creates a missing SQLite file and
+  migrates an older ledger; read mode changes no byte: a SQLite file opened read-only, nothing
+  created (a missing ledger reads as empty), nothing migrated (an older one: "run ledger db
+  upgrade").
 * ``open_writer(db)``: the ingest's (and ``ledger copy``'s) ``Writer``.  A SQLite ledger at the
   head revision, or a new one (built from the head schema), is opened with the sqlite3 module
   alone, so an ingest never loads SQLAlchemy — a third of a second of every ``ledger ingest``,
@@ -11,12 +13,14 @@
   newer one (refused) and a PostgreSQL ledger go through ``connect``.
 * ``upgrade(db)``: ``ledger db upgrade``.
 
-SQLite runs in WAL mode with foreign keys on and a busy timeout (``sqlite.apply_settings``);
-writers begin with BEGIN IMMEDIATE.
+A new SQLite file is made WAL by its first writer (an existing file keeps its journal mode);
+foreign keys on and a busy timeout (``sqlite.apply_settings``); writers begin with BEGIN
+IMMEDIATE.  A URL is printed only through ``shown_url`` (no password).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import LedgerError
 from . import sqlite
 from .columns import HEAD_REVISION
-from .errors import open_error
-from .location import plain_sqlite_path, resolve_url, sqlite_file
+from .errors import foreign_database, open_error
+from .location import plain_sqlite_path, resolve_url, shown_url, sqlite_file
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -39,11 +43,16 @@ Mode = Literal["read", "write"]
 class Ledger:
     """An open ledger: ``Session`` for the queries; ``writer()`` in write mode."""
 
-    url: str
+    url: str  # as given, with its password: print ``shown``
     engine: Engine
     Session: sessionmaker
     mode: Mode
     backup: Path | None = None  # the copy written before an upgrade
+
+    @property
+    def shown(self) -> str:
+        """The URL as it may be printed (no password)."""
+        return shown_url(self.url)
 
     @property
     def is_sqlite(self) -> bool:
@@ -52,7 +61,7 @@ class Ledger:
     def writer(self) -> Writer:
         """A ``Writer`` on one of the engine's connections (returned to it by ``close``)."""
         if self.mode != "write":
-            raise LedgerError(f"{self.url}: opened read-only")  # a bug in a command: it said it only reads
+            raise LedgerError(f"{self.shown}: opened read-only")  # a bug in a command: it said it only reads
         raw = self.engine.raw_connection()
         return Writer(raw.driver_connection, self.is_sqlite, raw.close)
 
@@ -71,8 +80,13 @@ def _sqlite_begin(conn: Any) -> None:
 
 
 def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: bool = True) -> Ledger:
-    """The ledger at ``db`` (``--db``, ``$LEDGER_DB``, the default file), opened to ``mode``;
-    created if missing (``create``) and brought to the head revision (``migrate``)."""
+    """The ledger at ``db`` (``--db``, ``$LEDGER_DB``, the default file), opened to ``mode``.
+
+    ``write``: created if missing (``create``) and brought to the head revision (``migrate``).
+    ``read``: nothing is created, migrated or changed — a SQLite file is opened read-only
+    (``sqlite.connect_read``), its journal mode left alone; a missing ledger reads as an empty
+    one (``create``; else an error), an older one is refused with "run ledger db upgrade"
+    (``migrate``: else it is opened as it is, for ``db current``)."""
     from sqlalchemy import create_engine, event
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -81,17 +95,20 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
     from .migrate import migrate as run_migrations
 
     url = resolve_url(db)
+    shown = shown_url(url)
     try:
         make_url(url)
     except ArgumentError:
-        raise LedgerError(f"{url}: not a database path or SQLAlchemy URL") from None
+        raise LedgerError(f"{shown}: not a database path or SQLAlchemy URL") from None
     path = sqlite_file(url)
+    if mode == "read" and path is not None:
+        return _connect_sqlite_read(url, path, create, migrate)
     if path is not None:
         sqlite.check_target(path, create)
     try:
         engine = create_engine(url, future=True)
     except (ArgumentError, ImportError) as exc:
-        raise LedgerError(f"{url}: cannot open: {exc}") from None
+        raise LedgerError(f"{shown}: cannot open: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", sqlite.apply_settings)
         event.listen(engine, "begin", _sqlite_begin)
@@ -100,15 +117,88 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
         if path is not None:
             with engine.connect():
                 pass  # connect now: a bad file fails here, with the reason
-        if migrate:
-            ledger.backup = run_migrations(engine, path or url, path)
+        if mode == "read":
+            rev = _server_revision(engine)
+            if rev is None and create:
+                engine.dispose()
+                return _empty_ledger(url)  # a database nothing was written to yet reads as empty
+            if migrate:
+                _check_readable(shown, rev)
+        elif migrate:
+            done = run_migrations(engine, path or shown, path)
+            ledger.backup = done.backup if done else None
     except Exception as exc:
-        error = open_error(path or url, exc)
+        error = open_error(path or shown, exc)
         engine.dispose()
         if error is None:
             raise
         raise error from None
     return ledger
+
+
+def _server_revision(engine: Engine) -> str | None:
+    from .migrate import current_revision
+
+    return current_revision(engine)
+
+
+def _check_readable(where: str, rev: str | None) -> None:
+    """A read command reads a ledger at the head revision only: the queries and views are the
+    head's.  It never upgrades (that writes): it says what would."""
+    from .migrate import known_revisions
+
+    if rev == HEAD_REVISION:
+        return
+    if rev is None:
+        raise foreign_database(where)
+    if rev not in known_revisions():
+        raise LedgerError(f"{where}: the ledger's schema ({rev}) is newer than this version of ledger "
+                          f"knows ({HEAD_REVISION}); upgrade ledger — the file was not modified")
+    raise LedgerError(f"{where}: the ledger's schema ({rev}) is older than this version of ledger reads "
+                      f"({HEAD_REVISION}); run 'ledger db upgrade' (it keeps a backup) — the file was not modified")
+
+
+def _connect_sqlite_read(url: str, path: Path, create: bool, migrate: bool) -> Ledger:
+    """A SQLite ledger opened to read (``connect``'s read mode)."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+    from sqlalchemy.pool import NullPool
+
+    if not path.exists() and not path.is_symlink():
+        if create:
+            return _empty_ledger(url)
+        raise LedgerError(f"{path}: no ledger here yet (run 'ledger ingest' first)")
+    sqlite.check_target(path, create=False)
+    conn = sqlite.connect_read(path)
+    try:
+        rev = sqlite.revision(conn)
+        if rev is None and sqlite.is_empty(conn) and create:
+            return _empty_ledger(url)
+        if migrate:
+            _check_readable(str(path), rev)
+    except sqlite3.DatabaseError as exc:
+        raise open_error(path, exc) from None  # type: ignore[misc]
+    finally:
+        conn.close()
+    engine = create_engine("sqlite://", creator=lambda: sqlite.connect_read(path), poolclass=NullPool, future=True)
+    return Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), "read")
+
+
+def _empty_ledger(url: str) -> Ledger:
+    """A ledger nothing was written to yet, read without creating it: an empty in-memory
+    database with the head schema (``ledger history`` says "no boots yet")."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+    from sqlalchemy.pool import StaticPool
+
+    def build() -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        sqlite.build_new(conn)
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    engine = create_engine("sqlite://", creator=build, poolclass=StaticPool, future=True)
+    return Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), "read")
 
 
 def open_writer(db: str | None = None) -> Writer:
@@ -161,13 +251,15 @@ def _open_at_head(path: Path) -> Any:
 
 
 def upgrade(db: str | None = None) -> tuple[str | None, str, Path | None]:
-    """``ledger db upgrade``: returns (revision before, revision after, backup)."""
-    from .migrate import current_revision, migrate
+    """``ledger db upgrade``: returns (revision before, revision after, backup); before is
+    after when there was nothing to do (or another process did it meanwhile)."""
+    from .migrate import migrate
 
     ledger = connect(db, mode="write", migrate=False)
     try:
-        before = current_revision(ledger.engine)
-        backup = migrate(ledger.engine, sqlite_file(ledger.url) or ledger.url, sqlite_file(ledger.url))
-        return before, HEAD_REVISION, backup
+        done = migrate(ledger.engine, sqlite_file(ledger.url) or ledger.shown, sqlite_file(ledger.url))
+        if done is None:
+            return HEAD_REVISION, HEAD_REVISION, None
+        return done.before, HEAD_REVISION, done.backup
     finally:
         ledger.dispose()

@@ -10,8 +10,10 @@ taken before an upgrade.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from ..errors import LedgerError
 
@@ -67,7 +69,10 @@ def check_target(path: Path, create: bool) -> None:
 
 def connect_file(path: Path) -> sqlite3.Connection:
     """A connection to the file with the ledger's settings (``apply_settings``)."""
-    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        conn = sqlite3.connect(str(path), isolation_level=None)
+    except sqlite3.OperationalError as exc:
+        raise LedgerError(_cannot_open(path, exc)) from None
     try:
         apply_settings(conn)
     except BaseException:
@@ -76,17 +81,45 @@ def connect_file(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _cannot_open(path: Path, exc: Exception) -> str:
+    """Why SQLite could not open (or create) the file, naming the folder when it is the folder
+    that is not writable: SQLite creates its journal next to the file."""
+    folder = path.parent
+    if not os.access(folder, os.W_OK):
+        return f"{path}: cannot write the ledger: its folder {folder} is not writable ({exc})"
+    return f"{path}: cannot open the ledger: {exc}"
+
+
+def connect_read(path: Path) -> sqlite3.Connection:
+    """A read-only connection to an existing ledger file: opened with ``mode=ro`` and
+    ``query_only``, the journal mode left as it is, so no byte of the file changes whatever
+    runs on it.  A WAL file in a folder the reader cannot write (SQLite cannot make the -shm
+    file) is opened ``immutable``: nobody can be writing it either, then."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.OperationalError as exc:
+        if "unable to open" not in str(exc) or os.access(path.parent, os.W_OK):
+            raise LedgerError(f"{path}: cannot open the ledger: {exc}") from None
+        conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
 def apply_settings(conn: sqlite3.Connection, _record: object = None) -> None:
-    """A SQLite ledger connection's settings (SQLAlchemy calls it on connect, hence ``_record``).
+    """A SQLite ledger writer's settings (SQLAlchemy calls it on connect, hence ``_record``).
     Transactions are begun explicitly (writers with BEGIN IMMEDIATE), not by the driver."""
     conn.isolation_level = None
     cur = conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
     try:
-        # readers never block the writer; a file that is another program's database is left as
-        # it is (WAL is written into the file), to be refused unchanged
-        if is_empty(conn) or revision(conn) is not None:
+        # readers never block the writer: a new file is made WAL by its first writer.  A ledger
+        # someone keeps in another journal mode (DELETE, for a file on NFS) is left in it, and a
+        # file that is another program's database is left as it is, to be refused unchanged
+        if is_empty(conn):
             cur.execute("PRAGMA journal_mode = WAL")
     except sqlite3.OperationalError:
         pass  # a read-only file: reading still works
