@@ -195,6 +195,9 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 stored_ids.append(str(bid))
                 if not as_json and path != "-":
                     click.echo(_boot_line(bid, boot, shown))
+            if result.repeated and not as_json:
+                click.echo(f"{shown}: {result.repeated} boot{'s' if result.repeated != 1 else ''} identical to one "
+                           f"before in the same input (same lines, same counts): stored once")
             if result.existing and not result.stored and not as_json:
                 click.echo(f"{shown}: already in the ledger ({result.existing} boot"
                            f"{'s' if result.existing != 1 else ''}, sha256 {result.sha256[:12]}); nothing stored")

@@ -24,6 +24,7 @@ class FileResult:
     sha256: str = ""
     stored: list[tuple[int, parsers.Boot]] = field(default_factory=list)
     existing: int = 0  # boots of this file already in the ledger
+    repeated: int = 0  # boots identical to one before them in this file (stored once)
     error: str | None = None
     long_lines: int = 0  # lines past parsers.source.MAX_LINE, read only up to it
     warnings: list[str] = field(default_factory=list)  # the reading's own (trailing garbage)
@@ -58,7 +59,12 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
             spool = spools[id(boot)] = SampleSpool(staging)
         spool.add(samples)
 
+    seen: set[str] = set()
+
     def on_boot(boot: parsers.Boot) -> None:
+        if boot.content_sha256 in seen:
+            result.repeated += 1
+        seen.add(boot.content_sha256)
         spool = spools.pop(id(boot), None)
         try:
             bid = store_boot(writer, boot, source.display, source.sha256 or None, info, spool)

@@ -188,7 +188,9 @@ class BootAssembler:
             return closed
         starts = [e for e in events if e.kind == MARKER and e.rule.marker in _START_RANK]
         boot = self._boot_for(line.number, line.offset, line.process, line.pid, line.message, starts, closed)
-        boot._digest.update(line.raw.encode("utf-8", "surrogatepass"))
+        # the line without a CR before its newline: the same log saved with CRLF endings is
+        # the same boot (the evidence keeps the line as it was)
+        boot._digest.update(line.raw.removesuffix("\r").encode("utf-8", "surrogatepass"))
         boot._digest.update(b"\n")
         if line.timestamp:
             stamp = (line.timestamp, line.year)
