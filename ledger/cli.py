@@ -422,6 +422,15 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
 # -- reconciliation -------------------------------------------------------------------------------
 
 
+def _finite_arg(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A float option that is a number (click's FloatRange lets nan and inf through)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value < 2**63):
+        raise click.BadParameter(f"{value}: not a finite number")
+    return value
+
+
 def _bytes_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     from parsers.units import UnitError, human_bytes
 
@@ -436,7 +445,8 @@ def _bytes_arg(ctx: click.Context, param: click.Parameter, value: str | None) ->
 @main.command()
 @click.option("--like", "like", metavar="BOOT", help="Take the cost per token and the shape from this measured boot.")
 @click.option("--config", "config", type=click.Path(dir_okay=False), help="A model's config.json: use the exact allocator.")
-@click.option("--bytes-per-token", type=click.FloatRange(min=0, min_open=True), help="Use this cost per token.")
+@click.option("--bytes-per-token", type=click.FloatRange(min=0, min_open=True), callback=_finite_arg,
+              help="Use this cost per token.")
 @click.option("--kv-bytes", callback=_bytes_arg, help="The KV budget per GPU: 7.3e9, 6,100,000,000, 7.3G, 8GiB.")
 @click.option("--tokens", type=click.IntRange(min=1), help="Solve for the budget that holds this many tokens.")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), help="Sequences the pool must back (default: the boot's).")

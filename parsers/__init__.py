@@ -197,7 +197,8 @@ class Parse:
         self.source, self.default_year = source, default_year
         self.rules = rules = rules or builtin_ruleset()
         self.state = state = {"header": 0, "vllm": False, "first": True, "header_counts": {}}
-        large = source.plain_file and os.path.getsize(source.path) >= LARGE_FILE_BYTES
+        self._stat = os.stat(source.path) if source.plain_file else None  # to see it change while read
+        large = self._stat is not None and self._stat.st_size >= LARGE_FILE_BYTES
         self.in_child = fork and large and hasattr(os, "fork")
         if self.in_child:  # the excerpt header must be known before the child's first hit arrives
             with open(source.path, "rb") as f:
@@ -230,6 +231,22 @@ class Parse:
             if self.progress and not self.in_child:
                 self.progress(source.size)
             yield block
+
+    def _check_unchanged(self) -> None:
+        """The line counts come from a second reader (grep) when the scan did not count: a file
+        that was truncated or rewritten meanwhile would give its boots another version's counts.
+        Such a file is refused (nothing of it stored), to be read again."""
+        before = self._stat
+        if before is None:
+            return
+        try:
+            now = os.stat(self.source.path)
+        except OSError:
+            now = None
+        if (now is None or (now.st_size, now.st_mtime_ns, now.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino)
+                or self.source.size != before.st_size):
+            raise SourceError(f"{self.source.display}: changed while it was read (truncated, rewritten or "
+                              f"grown); nothing of it was stored: ingest it again")
 
     def close(self) -> None:
         """Stop the helpers of a Parse that will not run (or did not finish)."""
@@ -307,6 +324,7 @@ class Parse:
             boots = assembler.finish(max(total, state["header"] + 1))
             already = 0
         if not counting_here:
+            self._check_unchanged()
             totals = self.external.totals() if self.external is not None else None
             if totals is not None and len(boots) == 1:
                 header = state["header_counts"]

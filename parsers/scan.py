@@ -326,6 +326,11 @@ class ChildScan:
                 self._read[:8] = read.to_bytes(8, "little")  # messages read (and their items used)
                 note = self._notes.read(8)
                 if len(note) < 8:
+                    from .source import full_temp_folder
+
+                    full = full_temp_folder()
+                    if full:
+                        raise SourceError(f"{self.path}: the temporary folder {full} is full (set TMPDIR to a folder with room)")
                     raise SourceError(f"{self.path}: the scanning process ended without a result")
                 upto = int.from_bytes(note, "little")
                 message = pickle.loads(os.pread(self._spool.fileno(), upto - done, done))

@@ -252,6 +252,20 @@ def _line_start(data: bytes) -> bytes:
     return (head[:space] if space > 0 else head) + b"\n"
 
 
+def full_temp_folder() -> str | None:
+    """The temporary folder (``$TMPDIR``) if it is (nearly) full, else None: what to name when
+    a write failed for want of space (the scan's spool and the runtime samples' staging live
+    there, not next to the ledger)."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.gettempdir()
+    try:
+        return folder if shutil.disk_usage(folder).free < 4 * 1024 * 1024 else None
+    except OSError:
+        return None
+
+
 def printable(path: str) -> str:
     """A file name as text that can be printed and stored: a name that is not UTF-8 (Python
     holds its bytes as surrogates) shows them as ``\\xff`` escapes instead of failing to encode."""

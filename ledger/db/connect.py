@@ -87,6 +87,8 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
     (``sqlite.connect_read``), its journal mode left alone; a missing ledger reads as an empty
     one (``create``; else an error), an older one is refused with "run ledger db upgrade"
     (``migrate``: else it is opened as it is, for ``db current``)."""
+    import logging
+
     from sqlalchemy import create_engine, event
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -94,6 +96,9 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
 
     from .migrate import migrate as run_migrations
 
+    # SQLAlchemy logs a connection lost under it (with a traceback) before raising; the error
+    # itself is what the user is told, in one line (``cli.LedgerGroup``)
+    logging.getLogger("sqlalchemy").addHandler(logging.NullHandler())
     url = resolve_url(db)
     shown = shown_url(url)
     try:
