@@ -268,7 +268,8 @@ class BootAssembler:
         rank = ev.line.rank if ev.rule.rank_from_prefix else None
         for name, q in ev.data.items():
             boot.facts.append(_fact(name, q, rank, ev, ev.rule.pack))
-        boot._moved_on = True
+        if ev.rule.pack is None:  # a pack's line never splits a boot (its rule may sit on a start-up line)
+            boot._moved_on = True
 
     def _on_shape(self, boot: Boot, ev: Event) -> None:
         data = ev.data
@@ -326,7 +327,7 @@ class BootAssembler:
             del boot._hints[: 2 * _HINT_WINDOW]
 
     def _on_failure(self, boot: Boot, ev: Event) -> None:
-        boot._moved_on = True
+        boot._moved_on = boot._moved_on or ev.rule.pack is None  # as _on_fact
         figures: dict[str, Any] = {}
         precision: dict[str, float] = {}
         for name, v in ev.data.items():

@@ -110,6 +110,7 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
         return _connect_sqlite_read(url, path, create, migrate)
     if path is not None:
         sqlite.check_target(path, create)
+        sqlite.check_writable(path)
     try:
         engine = create_engine(url, future=True)
     except (ArgumentError, ImportError) as exc:
@@ -169,7 +170,7 @@ def _connect_sqlite_read(url: str, path: Path, create: bool, migrate: bool) -> L
     from sqlalchemy.orm import sessionmaker
     from sqlalchemy.pool import NullPool
 
-    if not path.exists() and not path.is_symlink():
+    if not sqlite.exists(path) and not path.is_symlink():
         if create:
             return _empty_ledger(url)
         raise LedgerError(f"{path}: no ledger here yet (run 'ledger ingest' first)")
@@ -211,6 +212,7 @@ def open_writer(db: str | None = None) -> Writer:
     path = plain_sqlite_path(resolve_url(db))
     if path is not None:
         sqlite.check_target(path, create=True)
+        sqlite.check_writable(path)
         conn = _open_at_head(path)
         if conn is not None:
             return Writer(conn, True, conn.close)

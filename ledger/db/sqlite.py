@@ -46,8 +46,24 @@ def sqlite_template() -> list[str]:
     return statements
 
 
+def exists(path: Path) -> bool:
+    """Whether the ledger file is there; a folder on the way the user may not enter is a
+    one-line error that names it (pathlib raises PermissionError)."""
+    try:
+        os.stat(path)
+        return True
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        folder = next((p for p in path.parents if p.exists() and not os.access(p, os.X_OK)), path.parent)
+        raise LedgerError(f"{path}: permission denied (the folder {folder} cannot be entered)") from None
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot open the ledger: {exc.strerror}") from None
+
+
 def check_target(path: Path, create: bool) -> None:
     """A one-line error for a path that is not (and cannot become) a ledger file."""
+    exists(path)  # a folder that cannot be entered: said here
     if path.is_dir():
         raise LedgerError(f"{path}: is a directory, not a ledger database")
     if path.exists():
@@ -65,6 +81,22 @@ def check_target(path: Path, create: bool) -> None:
             raise LedgerError(f"{path.parent}: cannot create the ledger's folder: {exc.strerror}") from None
     else:
         raise LedgerError(f"{path}: no ledger here yet (run 'ledger ingest' first)")
+
+
+def check_writable(path: Path) -> None:
+    """A one-line error, before anything is read, for a ledger this user cannot write: a
+    read-only file, or a folder SQLite cannot make its journal in (a rollback journal, or the
+    -wal and -shm files when they are not there already)."""
+    folder = path.parent
+    if exists(path) and not os.access(path, os.W_OK):
+        raise LedgerError(f"{path}: cannot write the ledger: the file is read-only")
+    if os.access(folder, os.W_OK):
+        return
+    sidecars = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+    if all(p.exists() and os.access(p, os.W_OK) for p in sidecars):
+        return  # a WAL ledger whose files are there to be written
+    raise LedgerError(f"{path}: cannot write the ledger: its folder {folder} is not writable "
+                      f"(SQLite writes its journal next to the file)")
 
 
 def connect_file(path: Path) -> sqlite3.Connection:
@@ -100,8 +132,10 @@ def connect_read(path: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.OperationalError as exc:
-        if "unable to open" not in str(exc) or os.access(path.parent, os.W_OK):
+        if os.access(path.parent, os.W_OK):
             raise LedgerError(f"{path}: cannot open the ledger: {exc}") from None
+        # a WAL file whose -shm SQLite cannot create ("unable to open", "attempt to write a
+        # readonly database"): nobody can be writing it either
         conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA query_only = ON")
