@@ -196,8 +196,9 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
 
 def _probe_cost(path: Path, index: int, rule: Rule, samples: list[str]) -> None:
     """Refuse a rule whose matching backtracks badly: its pattern is timed on near misses of
-    its own samples (the sample cut short, and the sample's message with 2 KiB of words after
-    the anchor), the lines that cost a backtracking pattern the most."""
+    its own samples (the sample cut short or run on, and the anchor, alone or where the sample
+    has it, followed by up to 2 KiB of words), the lines that cost a backtracking pattern the
+    most."""
     import time
 
     for sample in samples:
@@ -206,7 +207,8 @@ def _probe_cost(path: Path, index: int, rule: Rule, samples: list[str]) -> None:
         head = message[: at + len(rule.anchor)] if at >= 0 else message
         # longer and longer: a pattern whose cost grows with the cube of the line is caught on
         # a short probe, before a long one would take seconds
-        probes = [message[:-1], message + " x" * 16, *(head + " ab" * n for n in (50, 150, 300, 700))]
+        probes = [message[:-1], message + " x" * 16,
+                  *(p + " ab" * n for n in (50, 150, 300, 700) for p in (rule.anchor, head))]
         for probe in probes:
             started = time.perf_counter()
             rule.search(probe)

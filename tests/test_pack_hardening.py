@@ -60,7 +60,7 @@ def test_builtin_facts_names_only_built_in_facts(tmp_path):
         builtin_facts = ["no_such_fact"]
         samples = ["fork kv pool: 71,920 tokens"]
     ''')
-    with pytest.raises(PackError, match="builtin_facts"):
+    with pytest.raises(PackError, match="'builtin_facts' lists built-in fact names"):
         load_pack(pack)
 
 
@@ -100,10 +100,10 @@ def test_a_pattern_that_backtracks_on_a_near_miss_is_refused(tmp_path):
         name = "slow"
         [[rule]]
         pattern = "{a} {b} done"
-        samples = ["x y done"]
+        samples = ["1 2 done"]
     ''')
     started = time.monotonic()
-    with pytest.raises(PackError, match="backtracks"):
+    with pytest.raises(PackError, match=r"rule 1: pattern '\{a\} \{b\} done' backtracks: \d+ ms"):
         load_pack(pack)
     assert time.monotonic() - started < 5
 
