@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
@@ -133,13 +134,17 @@ def render_stream(rows: Iterable[Sequence[Any]], columns: Sequence[str], fmt: st
     if fmt == "table":
         # the widths of the first page: its dashes line says them
         widths = [len(d) for d in text.splitlines()[1].split("  ")]
-    for r in it:
-        cells = [_cell(v) for v in r]
+    while True:  # the rest a page at a time: one string per page, not per row
+        batch = list(itertools.islice(it, page))
+        if not batch:
+            return
+        cells = [[_cell(v) for v in r] for r in batch]
         if fmt == "csv":
             buf = io.StringIO()
-            csv.writer(buf, lineterminator="\n").writerow(cells)
+            csv.writer(buf, lineterminator="\n").writerows(cells)
             yield "\n" + buf.getvalue().rstrip("\n")
         elif fmt == "markdown":
-            yield "\n| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+            yield "".join("\n| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
         else:
-            yield "\n" + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
+            yield "".join("\n" + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
+                          for row in cells)
