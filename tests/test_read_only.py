@@ -33,7 +33,7 @@ def _digest(path: Path) -> str:
     "END; DELETE FROM fact",
     "ABORT; DELETE FROM fact",
     "COMMIT; DROP SCHEMA public CASCADE",
-    "COMMIT; CREATE ROLE ledger_intruder SUPERUSER",
+    "COMMIT; CREATE ROLE ledger_intruder_second SUPERUSER",
     "SELECT 1;; DELETE FROM fact",
     "SELECT ';' /* ; */; DELETE FROM fact",
 ])
@@ -44,6 +44,8 @@ def test_sql_refuses_a_second_statement_on_every_database(db, cli, statement):
     assert r.exit_code == 1 and "one statement at a time" in r.output
     assert len(r.output.strip().splitlines()) == 1
     assert rows(db, "SELECT count(*) FROM fact") == before
+    if IS_PG:
+        assert rows(db, "SELECT count(*) FROM pg_roles WHERE rolname = 'ledger_intruder_second'") == [(0,)]
 
 
 @pytest.mark.parametrize("statement", ["ROLLBACK;", "END;", "ABORT;", "COMMIT"])
@@ -57,14 +59,17 @@ def test_sql_ending_the_transaction_alone_changes_nothing(db, cli, statement):
 
 @postgres_only
 @pytest.mark.parametrize("statement", [
-    "CREATE ROLE ledger_intruder SUPERUSER",
+    "CREATE ROLE {role} SUPERUSER",
     "DROP SCHEMA public CASCADE",
     "SELECT set_config('default_transaction_read_only', 'off', false)",
 ])
 def test_sql_session_on_postgresql_is_read_only(db, cli, statement):
+    import uuid
+
+    role = f"ledger_intruder_{uuid.uuid4().hex[:8]}"  # roles outlive the test's database
     cli("ingest", str(F008))
-    cli("sql", statement)
-    assert rows(db, "SELECT count(*) FROM pg_roles WHERE rolname = 'ledger_intruder'") == [(0,)]
+    cli("sql", statement.format(role=role))
+    assert rows(db, f"SELECT count(*) FROM pg_roles WHERE rolname = '{role}'") == [(0,)]
     assert rows(db, "SELECT count(*) FROM fact")[0][0] > 0
     # the session's settings died with its connection: the ledger is still writable by a writer
     r = cli("ingest", str(next(p for p in sorted(REAL.glob("*.log")) if p != F008)), "--year", "2026")
