@@ -147,3 +147,35 @@ def test_a_lost_postgresql_connection_is_one_line(db, cli):
     assert killed
     assert proc.returncode == 1 and "Traceback" not in err, err
     assert len(err.strip().splitlines()) == 1 and "terminating connection" in err
+
+
+_LOSE_THE_CONNECTION = """
+import sys
+from sqlalchemy import create_engine
+import ledger.ingest
+from ledger.cli import main
+
+db, log = sys.argv[1:]
+real = ledger.ingest.ingest_file
+other = create_engine(db)
+
+def lose_the_connection_first(writer, *args, **kwargs):
+    with other.connect() as conn:
+        conn.exec_driver_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    return real(writer, *args, **kwargs)
+
+ledger.ingest.ingest_file = lose_the_connection_first
+main(["--db", db, "ingest", log])
+"""
+
+
+@postgres_only
+def test_a_connection_lost_during_an_ingest_is_one_line(db):
+    """The server ends the ingest's connection (a restart, an administrator): the error is one
+    line, without the traceback SQLAlchemy's pool logged when it reset the dead connection."""
+    p = subprocess.run([sys.executable, "-c", _LOSE_THE_CONNECTION, db, str(F008)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1
+    assert "Traceback" not in p.stderr and "Exception during reset" not in p.stderr, p.stderr
+    assert p.stderr.strip().splitlines() == ["Error: ledger database error: the connection is lost"]
