@@ -103,7 +103,9 @@ def _sqlite_connection(ledger: Ledger, path: Any) -> sqlite3.Connection:
 
     if path is not None and path.exists():
         return sqlite.connect_read(path)
-    return ledger.engine.raw_connection().driver_connection  # the in-memory empty ledger
+    conn = ledger.engine.raw_connection().driver_connection  # the in-memory empty ledger
+    assert conn is not None
+    return conn
 
 
 @contextmanager
