@@ -1,6 +1,7 @@
 """The one output contract: every command that prints rows prints them here.
 
 * ``FORMATS``: ``--format table|markdown|csv|json|jsonl``, the same names on every command.
+* JSON is written by ``dumps`` alone: always valid JSON (an inf or nan figure is ``null``).
 * The JSON contract (README, "The output contract"): a boot id is a string (``boot_id``)
   everywhere, as in the export; a timestamp is ISO 8601 (``iso``) with ``year_inferred`` as a
   field of its own; what is missing is ``null``, never ``""``.
@@ -11,7 +12,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 FORMATS = ("table", "markdown", "csv", "json", "jsonl")
@@ -33,12 +35,30 @@ def null_if_empty(value: Any) -> Any:
     return None if value == "" else value
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every float that JSON cannot spell (inf, nan: a ledger written before
+    figures were range-checked may hold them) as null, so the output is always valid JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """``json.dumps`` that only ever writes valid JSON (``json_safe``); what is not JSON's own
+    type (a date) as its text.  Every JSON the ledger prints is written by this."""
+    return json.dumps(json_safe(value), allow_nan=False, default=str, **options)
+
+
 def json_text(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=str)
+    return dumps(obj, indent=2)
 
 
 def jsonl_text(objs: Iterable[Any]) -> str:
-    return "\n".join(json.dumps(o, default=str) for o in objs)
+    return "\n".join(dumps(o) for o in objs)
 
 
 def document(obj: Any, fmt: str, human: Callable[[Any], str]) -> str:
@@ -46,7 +66,7 @@ def document(obj: Any, fmt: str, human: Callable[[Any], str]) -> str:
     if fmt == "json":
         return json_text(obj)
     if fmt == "jsonl":
-        return json.dumps(obj, default=str)
+        return dumps(obj)
     return human(obj)
 
 
@@ -69,3 +89,14 @@ def rows_text(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None, fmt
             return terminal.paint(text) if column in coloured else text
     return render(rows, columns, fmt, align_right, width=terminal.width() if fmt == "table" else None,
                   flexible=flexible, headers=headers, style=style)
+
+
+def rows_stream(rows: Iterable[Sequence[Any]], columns: Sequence[str], fmt: str, *,
+                flexible: Sequence[str] = ()) -> Iterator[str]:
+    """``rows_text`` for a result too large to hold (``ledger sql``): the text in pieces as the
+    rows (tuples in ``columns``' order) arrive.  A table fits the terminal by its first page."""
+    from . import terminal
+    from .table import render_stream
+
+    return render_stream(rows, columns, fmt, width=terminal.width() if fmt == "table" else None,
+                         flexible=flexible)
