@@ -61,7 +61,6 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
     seen: set[str] = set()
 
     def on_boot(boot: parsers.Boot) -> None:
-        source = parse.source
         if boot.content_sha256 in seen:
             result.repeated += 1
         seen.add(boot.content_sha256)
@@ -78,23 +77,27 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
             if on_stored:
                 on_stored(bid, boot)
 
-    parse = started
     try:
-        parse = parse or parsers.start(path, rules, year)
-        # the progress is told the input's own bytes read (compressed, for .gz/.zst), which is
-        # what a percent of the file's size counts
-        parse.run(on_boot=on_boot, runtime_sink=sink,
-                  progress=(lambda _text_bytes: progress(parse.source.consumed)) if progress else None)
+        try:
+            parse = started or parsers.start(path, rules, year)
+        except parsers.SourceError as exc:
+            result.error = str(exc)
+            return result
+        source = parse.source
+        try:
+            # the progress is told the input's own bytes read (compressed, for .gz/.zst), which
+            # is what a percent of the file's size counts
+            parse.run(on_boot=on_boot, runtime_sink=sink,
+                      progress=(lambda _text_bytes: progress(source.consumed)) if progress else None)
+        finally:
+            result.long_lines, result.warnings = source.long_lines, source.warnings
     except parsers.SourceError as exc:
         result.error = str(exc)
-        if parse is not None:
-            result.long_lines, result.warnings = parse.source.long_lines, parse.source.warnings
         return result
     finally:
         staging.close()
-    result.sha256 = parse.source.sha256
-    result.long_lines, result.warnings = parse.source.long_lines, parse.source.warnings
-    set_source_sha256(writer, [bid for bid, _ in result.stored], parse.source.sha256)
+    result.sha256 = source.sha256
+    set_source_sha256(writer, [bid for bid, _ in result.stored], source.sha256)
     return result
 
 
