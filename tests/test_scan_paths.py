@@ -1,4 +1,4 @@
-"""Every way of finding the interesting lines gives identical boots: Hyperscan or the
+"""Every way of finding the interesting lines gives identical boots: Hyperscan, RE2 or the
 pure-Python scanner, counts from grep or from Python, small or large blocks — and all of them
 the same as reading every line through every rule."""
 
@@ -12,7 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from ledger.parsers.fast.child import ChildScan
 from ledger.parsers.fast.options import ScanOptions
-from ledger.parsers.fast.scanner import available_engines
+from ledger.parsers.fast.scanner import LineScanner, available_engines
 from ledger.parsers.items import RuntimeRun
 from ledger.parsers.lines import fast_line
 from ledger.parsers.rules import RuleSet
@@ -41,11 +41,38 @@ def rules():
     return RuleSet(BUILTIN_RULES)
 
 
-ENGINES = ("hyperscan", "python")
+ENGINES = ("hyperscan", "re2", "python")
 
 
-def test_both_engines_are_installed_for_the_tests():
+def test_every_engine_is_installed_for_the_tests():
     assert set(available_engines()) == set(ENGINES)
+
+
+def test_the_fastest_installed_engine_is_the_default(rules):
+    assert LineScanner(rules.anchors, rules.count_anchors).engine == "hyperscan"
+
+
+def event_lines(engine, rules, block):
+    """(line, anchor texts) of each event line the engine finds in one block."""
+    scanner = LineScanner(rules.anchors, rules.count_anchors, engine)
+    return [(block[s:e], sorted(scanner.anchor_texts[i] for i in found))
+            for s, e, found in scanner._event_lines(block)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_overlapping_anchors_in_one_line_are_all_found(engine, rules):
+    # "Capturing CUDA graph" and "CUDA graph pool memory: " overlap: one regex pass reports one
+    line = b"INFO 10-01 09:00:00 [gpu_model_runner.py:3480] Capturing CUDA graph pool memory: 0.5 GiB"
+    found = event_lines(engine, rules, b"a line\n" + line + b"\nanother\n")
+    assert found == [(line, ["CUDA graph pool memory: ", "Capturing CUDA graph"])]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_anchors_are_found_between_bytes_that_are_not_utf8(engine, rules):
+    block = b"\xff\xfeCUDA out of memory\xe2\x96\n\x88\xe2\x96\x88  version 0.11.0\n"
+    assert event_lines(engine, rules, block) == [
+        (b"\xff\xfeCUDA out of memory\xe2\x96", ["CUDA out of memory"]),
+        (b"\x88\xe2\x96\x88  version 0.11.0", ["\u2588  version "])]
 
 
 # a forked child either reads the runtime records itself or leaves them to this process

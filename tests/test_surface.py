@@ -451,7 +451,7 @@ def test_short_output_is_not_paged(monkeypatch, capsys):
 
 def test_version_names_the_scan_engine():
     r = subprocess.run([sys.executable, "-m", "ledger", "--version"], capture_output=True, text=True)
-    assert r.returncode == 0 and re.search(r"scan engine: (hyperscan|python)", r.stdout)
+    assert r.returncode == 0 and re.search(r"scan engine: (hyperscan|re2|python)", r.stdout)
 
 
 @sqlite_only

@@ -14,9 +14,9 @@ from ..source import BLOCK_SIZE
 
 @dataclass(frozen=True)
 class ScanOptions:
-    # "hyperscan" (all anchors in one pass) or "python" (bytes.find per anchor); None: Hyperscan
-    # when it is installed
-    engine: Literal["hyperscan", "python"] | None = None
+    # "hyperscan" (all anchors in one pass), "re2" (one alternation, google-re2) or "python"
+    # (bytes.find per group of anchors); None: the fastest installed (scanner.available_engines)
+    engine: Literal["hyperscan", "re2", "python"] | None = None
     # From this size a plain file is counted by grep and scanned in a forked child, each on a
     # core of its own; below it, starting them costs more than they save.
     large_file_bytes: int = 8 * 1024 * 1024

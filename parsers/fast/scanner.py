@@ -6,10 +6,16 @@ Two kinds of anchors:
 * **count anchors** — only counted (access and request lines): their occurrences between two
   event lines are credited to whatever boot is current there.
 
-Two engines find event anchors and give identical results (tests run both over every fixture):
-Hyperscan (``pip install 'vllm-ledger[fast]'``), which scans all anchors in one pass at
-several GB/s, and a pure-Python fallback that runs ``bytes.find`` once per anchor.  Counting
-uses ``bytes.count`` on the gaps between event lines, so count lines never cost a Python step.
+Three engines find event anchors and give identical results (tests run each over every
+fixture), the first one installed by default:
+
+* ``hyperscan`` — all anchors in one pass (a regular dependency wherever it has a wheel);
+* ``re2`` — google-re2, one compiled alternation of the anchors over the block, then an RE2 set
+  for the anchors each hit line holds (a dependency where Hyperscan has no wheel and RE2 has);
+* ``python`` — ``bytes.find`` per group of anchors that share a prefix (no dependency).
+
+Counting uses ``bytes.count`` on the gaps between event lines, so count lines never cost a
+Python step.
 
 ``LineScanner.scan`` yields a ``Hit`` per event line, then ``Counts`` (counted lines after the
 last one) and ``End``; ``parsers.fast.runs`` turns hits into the item stream.
@@ -27,12 +33,20 @@ from ..items import Counts, End
 from ..rules import RuleSet
 
 _hs: Any
-try:  # optional: the fast multi-pattern engine
+try:  # the fast multi-pattern engine, wherever it has a wheel
     import hyperscan as _hs
 except ImportError:  # pragma: no cover - depends on the install
     _hs = None
+_re2: Any
+try:  # the fallback's regex engine, where Hyperscan has no wheel (or the `re2` extra)
+    import re2
 
-ENGINES = ("hyperscan", "python")
+    _re2 = re2  # (typed as Any: the engine is optional)
+except ImportError:  # pragma: no cover - depends on the install
+    _re2 = None
+
+ENGINES = ("hyperscan", "re2", "python")  # fastest first: the first installed one is the default
+_RE2_MAX_MEM = 64 << 20  # room for the alternation's DFA (RE2 falls back to a slower NFA without)
 _NUMPY: Any = None
 
 
@@ -53,7 +67,32 @@ _FOLLOWING_BYTES = 64 * 1024  # enough for three wrapped terminal lines
 
 
 def available_engines() -> list[str]:
-    return [e for e in ENGINES if e != "hyperscan" or _hs is not None]
+    """The scan engines this install can run, fastest first (the first one is the default)."""
+    missing = {"hyperscan": _hs is None, "re2": _re2 is None}
+    return [e for e in ENGINES if not missing.get(e)]
+
+
+def default_engine() -> str:
+    return available_engines()[0]
+
+
+def _prefix_groups(anchors: list[bytes], min_prefix: int = 4) -> list[tuple[bytes, list[tuple[int, bytes]]]]:
+    """Anchors grouped by a shared prefix of at least ``min_prefix`` bytes (in sorted order, each
+    group's common prefix): the python engine runs one ``bytes.find`` per group, not per anchor
+    (the 22 ``, in …`` traceback anchors are one pass).  Measured on a generated runtime log:
+    4-byte prefixes 58 passes, 1.5x the speed of one pass per anchor; 3 bytes no faster, 6 slower."""
+    groups: list[tuple[bytes, list[tuple[int, bytes]]]] = []
+    for index, anchor in sorted(enumerate(anchors), key=lambda ia: ia[1]):
+        if groups:
+            prefix, members = groups[-1]
+            n = 0
+            while n < min(len(prefix), len(anchor)) and prefix[n] == anchor[n]:
+                n += 1
+            if n >= min_prefix:
+                groups[-1] = (prefix[:n], [*members, (index, anchor)])
+                continue
+        groups.append((anchor, [(index, anchor)]))
+    return groups
 
 
 def count_lines(block: bytes, anchor: bytes, start: int = 0, end: int | None = None) -> int:
@@ -113,7 +152,7 @@ class LineScanner:
         self.event_anchors = [a.encode("utf-8") for a in self.anchor_texts]
         self.count_anchors = {a.encode("utf-8"): kind for a, kind in count_anchors.items()}
         self.kinds = sorted(set(self.count_anchors.values()))
-        self.engine = engine or ("hyperscan" if _hs is not None else "python")
+        self.engine = engine or default_engine()
         self._is_newline: Any = None  # numpy's scratch array for a block's newlines
         if self.engine == "hyperscan":
             if _hs is None:
@@ -122,7 +161,26 @@ class LineScanner:
             self._db.compile(expressions=[re.escape(a) for a in self.event_anchors],
                              ids=list(range(len(self.event_anchors))),
                              flags=[0] * len(self.event_anchors))
-        elif self.engine != "python":
+        elif self.engine == "re2":
+            if _re2 is None:
+                raise RuntimeError("google-re2 is not installed")
+            options = _re2.Options()
+            options.max_mem = _RE2_MAX_MEM
+            # Latin-1: every byte is a character, so an anchor matches its bytes in any input,
+            # valid UTF-8 or not (as bytes.find and Hyperscan do)
+            options.encoding = _re2.Options.Encoding.LATIN1
+            # longest first, so that of two anchors starting at one place the longer is reported
+            longest_first = sorted(self.event_anchors, key=len, reverse=True)
+            self._alternation = _re2.compile(b"|".join(_re2.escape(a) for a in longest_first), options)
+            # finditer reports no overlapping matches: a hit line's anchors come from a set
+            # match of all of them (measured 2x faster than testing each anchor `in` the line)
+            self._set = _re2.Set.SearchSet(options)
+            for a in self.event_anchors:  # added in index order: Set.Match returns the indexes
+                self._set.Add(_re2.escape(a))
+            self._set.Compile()
+        elif self.engine == "python":
+            self._groups = _prefix_groups(self.event_anchors)
+        else:
             raise ValueError(f"unknown scan engine {self.engine!r}")
 
     # -- anchors in one block ------------------------------------------------------------------
@@ -148,16 +206,44 @@ class LineScanner:
                 elif anchor not in out[-1][2]:
                     out[-1] = (start, end, out[-1][2] + (anchor,))
             return out
+        if self.engine == "re2":
+            return self._re2_lines(block)
+        return self._python_lines(block)
+
+    def _re2_lines(self, block: bytes) -> list[tuple[int, int, tuple[int, ...]]]:
+        out: list[tuple[int, int, tuple[int, ...]]] = []
+        end = -1
+        match_set = self._set.Match
+        for match in self._alternation.finditer(block):
+            i = match.start()
+            if i < end:  # another anchor in a line already found
+                continue
+            start = block.rfind(b"\n", 0, i) + 1
+            e = block.find(b"\n", i)
+            end = len(block) if e < 0 else e
+            out.append((start, end, tuple(sorted(match_set(block[start:end])))))
+        return out
+
+    def _python_lines(self, block: bytes) -> list[tuple[int, int, tuple[int, ...]]]:
         lines: dict[int, tuple[int, set[int]]] = {}
-        for index, a in enumerate(self.event_anchors):
-            i = block.find(a)
+        for prefix, members in self._groups:
+            single = len(members) == 1
+            i = block.find(prefix)
             while i >= 0:
+                if single:  # the prefix is the anchor
+                    found = [members[0][0]]
+                else:
+                    found = [index for index, a in members if block.startswith(a, i)]
+                    if not found:
+                        i = block.find(prefix, i + 1)
+                        continue
                 start = block.rfind(b"\n", 0, i) + 1
                 e = block.find(b"\n", i)
-                lines.setdefault(start, (len(block) if e < 0 else e, set()))[1].add(index)
+                lines.setdefault(start, (len(block) if e < 0 else e, set()))[1].update(found)
                 if e < 0:
                     break
-                i = block.find(a, e)
+                # a single anchor: the next line; a group: other members may follow in this line
+                i = block.find(prefix, e if single else i + 1)
         return [(start, end, tuple(sorted(found))) for start, (end, found) in sorted(lines.items())]
 
     def scan(self, blocks: Iterable[bytes], count: bool = True,
@@ -219,8 +305,8 @@ _SCANNERS: weakref.WeakKeyDictionary[RuleSet, dict[str, LineScanner]] = weakref.
 
 
 def scanner_for(rules: RuleSet, engine: str | None = None) -> LineScanner:
-    """The ruleset's scanner for ``engine`` (None: Hyperscan when installed), built once."""
-    engine = engine or ("hyperscan" if _hs is not None else "python")
+    """The ruleset's scanner for ``engine`` (None: the fastest installed), built once."""
+    engine = engine or default_engine()
     built = _SCANNERS.setdefault(rules, {})
     if engine not in built:
         built[engine] = LineScanner(rules.anchors, rules.count_anchors, engine)
