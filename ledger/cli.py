@@ -236,13 +236,21 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         # the modules and the open ledger live until exit: the collector need not walk them
         # again each time the parse's short-lived objects trigger a full collection
         gc.freeze()
+        from ledger.parsers.source import printable
+
         for i, path in enumerate(logs):
+            shown = printable(path)  # a file name that is not UTF-8 prints (and is stored) escaped
             progress = _Progress(path) if sys.stderr.isatty() else None
             result = ingest_file(writer, path, info, rules, year=year, progress=progress,
                                  on_stored=_streamed(path, as_json, progress) if path == "-" else None,
                                  started=started if i == 0 else None)
             if progress:
                 progress.done()
+            for warning in result.warnings:
+                click.echo(f"warning: {shown}: {warning}", err=True)
+            if result.long_lines:
+                click.echo(f"warning: {shown}: {result.long_lines} line{'s' if result.long_lines != 1 else ''} "
+                           f"longer than 1 MiB (not vLLM records): only their first MiB was read", err=True)
             if result.error:
                 failed += 1
                 click.echo(f"Error: {result.error}", err=True)
@@ -250,9 +258,12 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
             for bid, boot in result.stored:
                 stored_ids.append(str(bid))
                 if not as_json and path != "-":
-                    click.echo(_boot_line(bid, boot, path))
+                    click.echo(_boot_line(bid, boot, shown))
+            if result.repeated and not as_json:
+                click.echo(f"{shown}: {result.repeated} boot{'s' if result.repeated != 1 else ''} identical to one "
+                           f"before in the same input (same lines, same counts): stored once")
             if result.existing and not result.stored and not as_json:
-                click.echo(f"{path}: already in the ledger ({result.existing} boot"
+                click.echo(f"{shown}: already in the ledger ({result.existing} boot"
                            f"{'s' if result.existing != 1 else ''}, sha256 {result.sha256[:12]}); nothing stored")
     finally:
         writer.close()
@@ -295,8 +306,10 @@ class _Progress:
                 return
             from tqdm import tqdm  # loaded only when a bar is drawn
 
+            from ledger.parsers.source import printable
+
             done = min(done, self.total) if self.total else done
-            self.bar = tqdm(total=self.total, initial=done, desc="<stdin>" if self.path == "-" else self.path,
+            self.bar = tqdm(total=self.total, initial=done, desc="<stdin>" if self.path == "-" else printable(self.path),
                             unit="B", unit_scale=True, unit_divisor=1000, file=sys.stderr, leave=False,
                             mininterval=0.25, dynamic_ncols=True)
             return
@@ -477,10 +490,8 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
       ledger export 3 4 --format jsonl
       ledger export --format csv > facts.csv
     """
-    import json
-
     from .queries import iter_export
-    from .render import json_text
+    from .render import dumps, json_text
 
     # written as they are read: memory stays flat however many boots the ledger holds
     with _reading(db) as ledger:
@@ -494,7 +505,7 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
             click.echo("[]" if first else "\n]")
         elif fmt == "jsonl":
             for o in objs:
-                click.echo(json.dumps(o, default=str))
+                click.echo(dumps(o))
         else:
             for text in _facts_csv(objs):
                 click.echo(text)
@@ -518,8 +529,10 @@ def _facts_csv(objs: Iterable[dict[str, Any]]) -> Iterator[str]:
 @main.command()
 @click.argument("query")
 @format_option()
+@click.option("--timeout", type=click.FloatRange(min=0), default=120, show_default=True,
+              help="Stop the query after this many seconds (0: no limit).")
 @db_option
-def sql(query: str, fmt: str, db: str | None) -> None:
+def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
     """Run one read-only SQL query on the ledger and print the result.
 
     Tables: deploy, boot, shape, fact, failure, runtime_sample (see the README).
@@ -530,11 +543,13 @@ def sql(query: str, fmt: str, db: str | None) -> None:
       ledger sql "SELECT outcome, count(*) FROM boot GROUP BY outcome" --format csv
     """
     from .db.readonly import run_sql
-    from .render import rows_text
+    from .render import rows_stream
 
-    with _reading(db) as ledger:
-        cols, rows = run_sql(ledger, query)
-    click.echo(rows_text([dict(zip(cols, r, strict=True)) for r in rows], cols, fmt, flexible=cols))
+    # rows go out as they come (a result of millions of rows is never held); Ctrl-C stops it
+    with _reading(db) as ledger, run_sql(ledger, query, timeout) as result:
+        for piece in rows_stream(result.rows, result.columns, fmt, flexible=result.columns):
+            click.echo(piece, nl=False)
+        click.echo()
 
 
 @main.command()
@@ -566,6 +581,15 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
 # -- reconciliation -------------------------------------------------------------------------------
 
 
+def _finite_arg(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A float option that is a number (click's FloatRange lets nan and inf through)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value < 2**63):
+        raise click.BadParameter(f"{value}: not a finite number")
+    return value
+
+
 def _bytes_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     from ledger.parsers.units import UnitError, human_bytes
 
@@ -580,7 +604,8 @@ def _bytes_arg(ctx: click.Context, param: click.Parameter, value: str | None) ->
 @main.command()
 @click.option("--like", "like", metavar="BOOT", help="Take the cost per token and the shape from this measured boot.")
 @click.option("--config", "config", type=click.Path(dir_okay=False), help="A model's config.json: use the exact allocator.")
-@click.option("--bytes-per-token", type=click.FloatRange(min=0, min_open=True), help="Use this cost per token.")
+@click.option("--bytes-per-token", type=click.FloatRange(min=0, min_open=True), callback=_finite_arg,
+              help="Use this cost per token.")
 @click.option("--kv-bytes", callback=_bytes_arg, help="The KV budget per GPU: 7.3e9, 6,100,000,000, 7.3G, 8GiB.")
 @click.option("--tokens", type=click.IntRange(min=1), help="Solve for the budget that holds this many tokens.")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), help="Sequences the pool must back (default: the boot's).")
@@ -1086,9 +1111,10 @@ def copy_cmd(src: str, dst: str, fmt: str) -> None:
             b.close()
     finally:
         a.dispose()
+    from .db.location import shown_url
     from .render import document
 
-    obj = {"src": src, "dst": dst, "copied": result.copied, "present": result.present}
+    obj = {"src": shown_url(src), "dst": shown_url(dst), "copied": result.copied, "present": result.present}
     click.echo(document(obj, fmt, lambda o: f"copied {o['copied']} boot{'s' if o['copied'] != 1 else ''} from "
                         f"{o['src']} to {o['dst']}" + (f"; {o['present']} already there" if o["present"] else "")))
 
@@ -1144,7 +1170,7 @@ def db_current(fmt: str, db: str | None) -> None:
     finally:
         ledger.dispose()
     path = sqlite_file(ledger.url)
-    obj = {"url": ledger.url, "path": None if path is None else str(path), "revision": rev,
+    obj = {"url": ledger.shown, "path": None if path is None else str(path), "revision": rev,
            "head": HEAD_REVISION, "at_head": rev == HEAD_REVISION}
 
     def human(o: dict[str, Any]) -> str:

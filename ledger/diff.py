@@ -14,7 +14,7 @@ from ledger.parsers.units import format_bytes
 
 from .db.connect import Ledger
 from .queries import INTEGER_UNITS, boot_summaries, deploy_name, export_value, resolve_boot
-from .render import boot_id
+from .render import boot_id, dumps
 from .render.table import human, render
 
 
@@ -107,9 +107,9 @@ def _human_change(value: Any, unit: str) -> str:
 def render_diff(result: DiffResult, fmt: str = "table", width: int | None = None) -> str:
     """The diff in ``fmt`` (every format of the output contract); a table is fitted to ``width``."""
     if fmt == "json":
-        return json.dumps(result.to_json(), indent=2, default=str)
+        return dumps(result.to_json(), indent=2)
     if fmt == "jsonl":
-        return json.dumps(result.to_json(), default=str)
+        return dumps(result.to_json())
     if fmt == "csv":
         return render(result.rows(), ["section", "name", "unit", "a", "b", "change", "change_pct"], "csv")
     a, b = result.a, result.b

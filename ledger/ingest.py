@@ -24,7 +24,10 @@ class FileResult:
     sha256: str = ""
     stored: list[tuple[int, parsers.Boot]] = field(default_factory=list)
     existing: int = 0  # boots of this file already in the ledger
+    repeated: int = 0  # boots identical to one before them in this file (stored once)
     error: str | None = None
+    long_lines: int = 0  # lines past parsers.source.MAX_LINE, read only up to it
+    warnings: list[str] = field(default_factory=list)  # the reading's own (trailing garbage)
 
 
 def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None) -> parsers.Parse | None:
@@ -55,8 +58,12 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
             spool = spools[id(boot)] = SampleSpool(staging)
         spool.add(samples)
 
+    seen: set[str] = set()
+
     def on_boot(boot: parsers.Boot) -> None:
-        source = parse.source
+        if boot.content_sha256 in seen:
+            result.repeated += 1
+        seen.add(boot.content_sha256)
         spool = spools.pop(id(boot), None)
         try:
             bid = store_boot(writer, boot, source.display, source.sha256 or None, info, spool)
@@ -71,18 +78,26 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
                 on_stored(bid, boot)
 
     try:
-        parse = started or parsers.start(path, rules, year)
-        # the progress is told the input's own bytes read (compressed, for .gz/.zst), which is
-        # what a percent of the file's size counts
-        parse.run(on_boot=on_boot, runtime_sink=sink,
-                  progress=(lambda _text_bytes: progress(parse.source.consumed)) if progress else None)
+        try:
+            parse = started or parsers.start(path, rules, year)
+        except parsers.SourceError as exc:
+            result.error = str(exc)
+            return result
+        source = parse.source
+        try:
+            # the progress is told the input's own bytes read (compressed, for .gz/.zst), which
+            # is what a percent of the file's size counts
+            parse.run(on_boot=on_boot, runtime_sink=sink,
+                      progress=(lambda _text_bytes: progress(source.consumed)) if progress else None)
+        finally:
+            result.long_lines, result.warnings = source.long_lines, source.warnings
     except parsers.SourceError as exc:
         result.error = str(exc)
         return result
     finally:
         staging.close()
-    result.sha256 = parse.source.sha256
-    set_source_sha256(writer, [bid for bid, _ in result.stored], parse.source.sha256)
+    result.sha256 = source.sha256
+    set_source_sha256(writer, [bid for bid, _ in result.stored], source.sha256)
     return result
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Select, false, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from ledger.parsers.units import format_bytes
+from ledger.parsers.units import MAX_FIGURE, format_bytes
 from ledger.parsers.vocabulary import FactName, summarize
 
 from .db import models as m
@@ -39,7 +39,7 @@ def export_value(value: float | None, unit: str) -> float | int | None:
 def resolve_boot(session: Session, ref: str) -> m.Boot:
     """A boot id, or a deploy (commit or digest prefix, or label) meaning its latest boot."""
     ref = ref.strip()
-    if ref.isdigit():
+    if ref.isdigit() and int(ref) <= MAX_FIGURE:  # a longer number is no id (nor a database integer)
         boot = session.get(m.Boot, int(ref))
         if boot is not None:
             return boot

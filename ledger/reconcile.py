@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ledger.parsers.units import UnitError, human_bytes
+from ledger.parsers.units import MAX_FIGURE, UnitError, human_bytes
 
 from .allocator import Geometry, allocate, budget_for_tokens
 from .db import models as m
@@ -51,6 +51,8 @@ def parse_setting(key: str, value: str) -> str:
             raise LedgerError(f"{key}={value}: not a byte count (e.g. 29120MiB, 31.3e9, 30,534,533,120)") from None
     if not value.strip().isdigit():
         raise LedgerError(f"{key}={value}: expected a boot id")
+    if int(value) > MAX_FIGURE:  # past any id a database holds
+        raise LedgerError(f"kv_reference_boot={value}: no such boot")
     return value.strip()
 
 

@@ -227,7 +227,9 @@ class BootAssembler:
         starts = [e for e in events if e.kind == Kind.marker and cast(MarkerRule, e.rule).marker in _START_RANK]
         boot, work = self._boot_for(line.number, line.offset, line.process, line.pid, line.message, starts, finished,
                                     line.timestamp)
-        work.digest.update(line.raw.encode("utf-8", "surrogatepass"))
+        # the line without a CR before its newline: the same log saved with CRLF endings is
+        # the same boot (the evidence keeps the line as it was)
+        work.digest.update(line.raw.removesuffix("\r").encode("utf-8", "surrogatepass"))
         work.digest.update(b"\n")
         if line.timestamp:
             stamp = (line.timestamp, line.year)
@@ -331,7 +333,8 @@ class BootAssembler:
         rank = ev.line.rank if ev.rule.rank_from_prefix else None
         for name, q in ev.data.items():
             boot.facts.append(_fact(name, q, rank, ev, ev.rule.pack))
-        work.moved_on = True
+        if ev.rule.pack is None:  # a pack's line never splits a boot (its rule may sit on a start-up line)
+            work.moved_on = True
 
     def _on_shape(self, boot: Boot, work: _Work, ev: Event) -> None:
         data = ev.data
@@ -392,7 +395,7 @@ class BootAssembler:
 
     def _on_failure(self, boot: Boot, work: _Work, ev: Event) -> None:
         rule = cast(FailureRule, ev.rule)
-        work.moved_on = True
+        work.moved_on = work.moved_on or rule.pack is None  # as _on_fact
         figures: dict[str, Any] = {}
         precision: dict[str, float] = {}
         for name, v in ev.data.items():

@@ -14,7 +14,11 @@ figure of a failure with ``failure = "kind"``).  ``units`` says what unit a fiel
 memory is stored in bytes like every built-in fact.  Pack rules are the same ``FactRule``,
 ``ShapeRule`` and ``FailureRule`` objects as the built-in vLLM grammar's, run by the same engine.
 
-Everything invalid is refused at load time with the file, the rule and what is wrong.
+Everything invalid is refused at load time with the file, the rule and what is wrong — and so
+is what would let a pack break every ingest: a field named like a built-in fact (unless the rule
+lists it in ``builtin_facts``), more than ``MAX_TEXT_FIELDS`` untyped fields, a pattern that
+backtracks on near misses of its own samples (``_probe_cost``), a TOML nesting bomb.  A pack's
+line never starts or splits a boot (``boots.BootAssembler``).
 """
 
 from __future__ import annotations
@@ -35,10 +39,15 @@ from .rules import FactRule, FailureRule, Fields, Rule, RuleSet, ShapeRule
 from .source import Source, excerpt_header_end
 from .units import PACK_UNITS
 from .vllm import BUILTIN_RULES
-from .vocabulary import is_snake_case_name
+from .vocabulary import FACTS, is_snake_case_name
 
 PACK_KEYS = {"name", "description", "rule"}
-RULE_KEYS = {"pattern", "samples", "units", "anchor", "rank_from_prefix", "failure", "shape"}
+RULE_KEYS = {"pattern", "samples", "units", "anchor", "rank_from_prefix", "failure", "shape", "builtin_facts"}
+# a field that matches any text ({name}: ".+?") costs a factor of the line's length when a line
+# holding the anchor does not match; more than this many make a near miss take seconds
+MAX_TEXT_FIELDS = 2
+# what matching a rule may cost on a near miss of its own samples (probed at load)
+MAX_PROBE_SECONDS = 0.25
 BUNDLED_DIR = Path(__file__).resolve().parent / "packs"
 
 
@@ -87,6 +96,8 @@ def load_pack(path: str | Path, origin: str = "--grammar") -> Pack:
         raise PackError(f"{path}: not valid TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise PackError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or tables nested thousands deep: no pack is
+        raise PackError(f"{path}: not a grammar pack: nested too deep") from None
     unknown = sorted(set(doc) - PACK_KEYS)
     if unknown:
         raise PackError(f"{path}: unknown key {unknown[0]!r} (a pack has: name, description, [[rule]])")
@@ -134,6 +145,21 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
     for n in names:
         if not is_snake_case_name(n):
             raise _rule_error(path, index, f"field {n!r} is not a snake_case name (e.g. expert_arena_slots)")
+    builtin = r.get("builtin_facts", [])
+    if not isinstance(builtin, list) or not all(isinstance(b, str) and b in FACTS for b in builtin):
+        raise _rule_error(path, index, "'builtin_facts' lists built-in fact names the rule reads, "
+                                       "such as [\"kv_cache_tokens\"]")
+    if not shape and not failure:
+        for n in names:
+            if n in FACTS and n not in builtin:
+                raise _rule_error(path, index, f"field {n!r} is a built-in fact (ledger reads it from vLLM's own "
+                                               f"line); name it otherwise, or say the rule reads it: "
+                                               f"builtin_facts = [\"{n}\"]")
+    text_fields = re.findall(r"\{(\w+)\}", pattern.replace("{{", "").replace("}}", ""))  # no type: ".+?"
+    if len(text_fields) > MAX_TEXT_FIELDS:
+        raise _rule_error(path, index, f"pattern {pattern!r} has {len(text_fields)} fields that match any text "
+                                       f"({', '.join(text_fields)}); at most {MAX_TEXT_FIELDS}: give the others "
+                                       f"a type ({{x:d}}, {{x:g}}, {{x:w}}, {{x:S}})")
     unit_map = r.get("units", {})
     if not isinstance(unit_map, dict):
         raise _rule_error(path, index, "'units' must be a table such as { pool_bytes = \"MiB\" }")
@@ -175,7 +201,33 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
             raise _rule_error(path, index, f"sample {sample!r} does not contain the anchor {anchor!r}")
         if not rule.events(line, line.message, sample):
             raise _rule_error(path, index, f"sample {sample!r} does not match pattern {pattern!r}")
+    _probe_cost(path, index, rule, samples)
     return rule
+
+
+def _probe_cost(path: Path, index: int, rule: Rule, samples: list[str]) -> None:
+    """Refuse a rule whose matching backtracks badly: its pattern is timed on near misses of
+    its own samples (the sample cut short or run on, and the anchor, alone or where the sample
+    has it, followed by up to 2 KiB of words), the lines that cost a backtracking pattern the
+    most."""
+    import time
+
+    for sample in samples:
+        message = parse_line(0, sample).message
+        at = message.find(rule.anchor)
+        head = message[: at + len(rule.anchor)] if at >= 0 else message
+        # longer and longer: a pattern whose cost grows with the cube of the line is caught on
+        # a short probe, before a long one would take seconds
+        probes = [message[:-1], message + " x" * 16,
+                  *(p + " ab" * n for n in (50, 150, 300, 700) for p in (rule.anchor, head))]
+        for probe in probes:
+            started = time.perf_counter()
+            rule.search(probe)
+            spent = time.perf_counter() - started
+            if spent > MAX_PROBE_SECONDS:
+                raise _rule_error(path, index, f"pattern {rule.pattern!r} backtracks: {spent * 1000:.0f} ms on a "
+                                               f"line that nearly matches its sample (at most "
+                                               f"{MAX_PROBE_SECONDS * 1000:.0f} ms); give its fields types")
 
 
 # -- finding packs ----------------------------------------------------------------------------------

@@ -73,7 +73,8 @@ class Parse:
         self.total_lines = 0
         self.progress: Callable[[int], None] | None = None
         self._head_seen = False
-        large = source.plain_file and os.path.getsize(source.path) >= options.large_file_bytes
+        self._stat = os.stat(source.path) if source.plain_file else None  # to see it change while read
+        large = self._stat is not None and self._stat.st_size >= options.large_file_bytes
         self._in_child = options.fork and large and hasattr(os, "fork")
         if self._in_child:  # the excerpt header must be known before the child's first hit arrives
             with open(source.path, "rb") as f:
@@ -82,7 +83,7 @@ class Parse:
         self.counts_after_scan = bool(options.grep and large and rules.count_anchors and GREP)
         self.child: ChildScan | None = None
         if self._in_child:  # first: the scan is what the ingest waits for
-            self.child = ChildScan(self._scan, finish=lambda: (self.vllm, source.sha256, source.size),
+            self.child = ChildScan(self._scan, finish=lambda: (self.vllm, source.sha256, source.size, source.long_lines),
                                    position=lambda: source.size, path=source.path, refine=self._runs,
                                    refines=options.child_refines)
         self.grep: GrepCounts | None = None
@@ -149,7 +150,7 @@ class Parse:
     def _check_readable(self) -> None:
         source = self.source
         if self.child is not None:
-            self.vllm, source.sha256, source.size = self.child.result
+            self.vllm, source.sha256, source.size, source.long_lines = self.child.result
         if source.size == 0:
             raise SourceError(f"{source.display}: is empty")
         if not (self.vllm or self.worded):
@@ -158,12 +159,30 @@ class Parse:
     def _count_totals(self, boots: list[Boot]) -> CountTotals:
         """Each boot's counted lines, after the scan: grep's, for a file of one boot; else by
         byte range."""
+        self._check_unchanged()
         totals = self.grep.totals() if self.grep is not None else None
         if totals is not None and len(boots) == 1:
             header = self.header_counts
             return CountTotals([{k: totals.get(k, 0) - header.get(k, 0) for k in ("access", "request")}])
         return CountTotals(recount(self.source.path, self.rules.count_anchors, [b.first_offset for b in boots[1:]],
                                    self.header_lines, self.options.block_size))
+
+    def _check_unchanged(self) -> None:
+        """The line counts come from a second reader (grep, or the byte-range recount) when the
+        scan did not count: a file that was truncated or rewritten meanwhile would give its boots
+        another version's counts.  Such a file is refused (nothing of it stored), to be read
+        again."""
+        before = self._stat
+        if before is None:
+            return
+        try:
+            now: os.stat_result | None = os.stat(self.source.path)
+        except OSError:
+            now = None
+        if (now is None or (now.st_size, now.st_mtime_ns, now.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino)
+                or self.source.size != before.st_size):
+            raise SourceError(f"{self.source.display}: changed while it was read (truncated, rewritten or "
+                              f"grown); nothing of it was stored: ingest it again")
 
     # -- running --------------------------------------------------------------------------------
     def close(self) -> None:

@@ -193,7 +193,10 @@ class Rule:
         m = self.search(record)
         if not m:
             return []
-        data = self.read(m, line, record)
+        try:
+            data = self.read(m, line, record)
+        except units.UnitError:
+            return []  # a figure out of range (an extractor's): the line is not read, never guessed at
         if data is None:
             return []
         return [Event(self.kind, line, text, data, self)]

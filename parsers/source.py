@@ -7,7 +7,6 @@ Also here: what is not log in a log file (a binary file; an excerpt's leading he
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import os
@@ -18,9 +17,12 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 BLOCK_SIZE = 8 * 1024 * 1024
+# a line is kept up to this long (the longest vLLM line, an engine config dump, is a few KiB);
+# past it only its start is read (``Source.long_lines`` counts such lines)
+MAX_LINE = 1024 * 1024
 _HASH_QUEUE = 3  # blocks waiting for the hashing thread (bounds memory)
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -47,6 +49,8 @@ class Source:
     sha256: str = ""
     size: int = 0  # bytes of log text read (decompressed)
     consumed: int = 0  # bytes of the input itself read (compressed, for .gz/.zst): what a percent of its size counts
+    long_lines: int = 0  # lines longer than MAX_LINE, read only up to it
+    warnings: list[str] = field(default_factory=list)  # said once the input is read (trailing garbage)
     _hasher: hashlib._Hash = field(default_factory=hashlib.sha256, repr=False)
 
     @property
@@ -62,7 +66,8 @@ class Source:
 
     @property
     def display(self) -> str:
-        return "<stdin>" if self.path == "-" else self.path
+        """The input's name as it is printed and stored (``printable``)."""
+        return "<stdin>" if self.path == "-" else printable(self.path)
 
     def blocks(self, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
         """Yield byte blocks, each ending with a newline (except maybe the last).
@@ -80,6 +85,7 @@ class Source:
         hasher = threading.Thread(target=self._hash, args=(pending,), daemon=True)
         hasher.start()
         carry = b""
+        skipping = False  # within the rest of an over-long line
         # a plain file is read again from the last line end, so a block costs one slice instead
         # of being glued to the previous block's tail (two more copies of every byte)
         seek = isinstance(raw, io.BufferedReader) and self.path != "-"
@@ -88,7 +94,7 @@ class Source:
                 chunk = read(block_size)
                 if not chunk:
                     break
-                if seek and not carry:
+                if seek and not carry and not skipping:
                     cut = chunk.rfind(b"\n")
                     if cut >= 0:
                         if cut < len(chunk) - 1 and len(chunk) == block_size:
@@ -102,10 +108,25 @@ class Source:
                 pending.put(chunk)
                 self.size += len(chunk)
                 self.consumed = position()
+                if skipping:
+                    cut = chunk.find(b"\n")
+                    if cut < 0:
+                        continue
+                    skipping = False
+                    chunk = chunk[cut + 1 :]
+                    if not chunk:
+                        continue
                 if carry:
                     chunk = carry + chunk
                 cut = chunk.rfind(b"\n")
                 if cut < 0:
+                    if len(chunk) > MAX_LINE:
+                        # no vLLM record is this long: keep its start as a line, drop the rest
+                        # up to the next newline, so time stays linear and memory flat
+                        yield _line_start(chunk)
+                        self.long_lines += 1
+                        carry, skipping = b"", True
+                        continue
                     carry = chunk
                     continue
                 if cut == len(chunk) - 1:
@@ -151,37 +172,146 @@ class Source:
             stdin = sys.stdin.buffer
             head = stdin.peek(4)[:4] if hasattr(stdin, "peek") else b""
             return self._decompressed(stdin, _compression(head), "<stdin>")
-        path = self.path
+        path, shown = self.path, self.display
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            raise SourceError(f"{path}: no such file") from None
+            raise SourceError(f"{shown}: no such file") from None
         except OSError as exc:
-            raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
+            raise SourceError(f"{shown}: cannot read: {exc.strerror}") from None
         if stat.S_ISDIR(st.st_mode):
-            raise SourceError(f"{path}: is a directory, not a log file")
+            raise SourceError(f"{shown}: is a directory, not a log file")
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            # /dev/zero, /dev/urandom, a disk: endless or not a log (a named pipe is read, and
+            # so is stdin: "-")
+            raise SourceError(f"{shown}: is a device, not a log file")
         try:
             f = open(path, "rb")
         except PermissionError:
-            raise SourceError(f"{path}: permission denied") from None
+            raise SourceError(f"{shown}: permission denied") from None
         except OSError as exc:
-            raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
-        return self._decompressed(f, _compression(f.peek(4)[:4] if hasattr(f, "peek") else b""), path)
+            raise SourceError(f"{shown}: cannot read: {exc.strerror}") from None
+        return self._decompressed(f, _compression(f.peek(4)[:4] if hasattr(f, "peek") else b""), shown)
 
     def _decompressed(self, f: BinaryIO, kind: str | None, name: str) -> BinaryIO:
-        """``f`` itself, or a reader that decompresses it (``kind``: "gzip", "zstd" or None)."""
+        """``f`` itself, or a reader that decompresses it member by member (``kind``: "gzip",
+        "zstd" or None; ``_Members``)."""
         if kind is None:
             return f
         self._compressed = f
+        closefd = f is not sys.stdin.buffer
         if kind == "gzip":
-            return cast(BinaryIO, gzip.GzipFile(fileobj=f))
+            return cast(BinaryIO, _Members(f, "gzip", lambda: zlib.decompressobj(wbits=31), _GZIP_MAGIC,
+                                           self.warnings, closefd))
         try:
             import zstandard
         except ImportError:  # pragma: no cover - zstandard is a dependency
             f.close()
             raise SourceError(f"{name}: is zstd-compressed; install 'zstandard'") from None
-        reader: BinaryIO = zstandard.ZstdDecompressor().stream_reader(f, closefd=f is not sys.stdin.buffer)
-        return reader
+        return cast(BinaryIO, _Members(f, "zstd", lambda: zstandard.ZstdDecompressor().decompressobj(), _ZSTD_MAGIC,
+                                       self.warnings, closefd))
+
+
+class _Members(io.RawIOBase):
+    """A gzip or zstd file decompressed member by member (frame by frame), the way ``gzip -d``
+    and ``zstd -d`` read it: members one after the other; input that ends inside a member is an
+    error (EOFError: a truncated file is refused, not stored as a shorter log); bytes after the
+    last whole member that do not start another are trailing garbage: a warning, and what
+    decoded is kept.  (Python's GzipFile refuses trailing garbage outright, and zstandard's
+    stream reader ends quietly inside a truncated frame.)"""
+
+    def __init__(self, raw: BinaryIO, kind: str, member: Callable[[], Any], magic: bytes, warnings: list[str],
+                 closefd: bool = True):
+        self.raw, self.kind, self.member, self.magic, self.warnings = raw, kind, member, magic, warnings
+        self.closefd = closefd  # stdin is left open
+        # what has arrived (a pipe: a followed log is decompressed as it grows), else a read
+        self._read_some: Callable[[int], bytes] = getattr(raw, "read1", None) or raw.read
+        self.dec = member()
+        self.started = False  # the current member has had input
+        self.done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while not self.done:
+            data = self._read_some(max(size, 1 << 16) if size > 0 else 1 << 16)
+            if not data:
+                if self.started and not self.dec.eof:
+                    raise EOFError(f"{self.kind} stream ends inside a member: the file is truncated")
+                self.done = True
+                break
+            out = self._feed(data)
+            if out:
+                return out
+        return b""
+
+    def readinto(self, b: Any) -> int:  # pragma: no cover - io.RawIOBase's protocol; read() is used
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def _feed(self, data: bytes) -> bytes:
+        out = []
+        while data:
+            if not self.started:  # a member begins here, or what follows the last one
+                if len(data) < len(self.magic):
+                    data += self.raw.read(len(self.magic) - len(data))
+                if not data.startswith(self.magic):
+                    if data.strip(b"\x00") or self.raw.read(1 << 16).strip(b"\x00"):
+                        self.warnings.append(f"decompression OK, trailing garbage ignored ({self.kind})")
+                    self.done = True  # zero padding after the last member is no news
+                    break
+            self.started = True
+            try:
+                out.append(self.dec.decompress(data))
+            except zlib.error:
+                raise
+            except Exception as exc:  # zstandard's ZstdError: said as its stream reader says it
+                detail = str(exc).removeprefix("zstd decompressor error: ")
+                raise OSError(f"{self.kind} decompress error: {detail}") from None
+            if not self.dec.eof:
+                break
+            data = self.dec.unused_data
+            self.dec, self.started = self.member(), False
+        return b"".join(out)
+
+    def close(self) -> None:
+        if self.closefd:
+            self.raw.close()
+        super().close()
+
+
+def _line_start(data: bytes) -> bytes:
+    """The first ``MAX_LINE`` bytes of an over-long line, cut at a space (a figure is never cut
+    in two: "9.7" of "9.74" would be read), with a newline."""
+    head = data[:MAX_LINE]
+    space = head.rfind(b" ")
+    return (head[:space] if space > 0 else head) + b"\n"
+
+
+def full_temp_folder() -> str | None:
+    """The temporary folder (``$TMPDIR``) if it is (nearly) full, else None: what to name when
+    a write failed for want of space (the scan's spool and the runtime samples' staging live
+    there, not next to the ledger)."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.gettempdir()
+    try:
+        return folder if shutil.disk_usage(folder).free < 4 * 1024 * 1024 else None
+    except OSError:
+        return None
+
+
+def printable(path: str) -> str:
+    """A file name as text that can be printed and stored: a name that is not UTF-8 (Python
+    holds its bytes as surrogates) shows them as ``\\xff`` escapes instead of failing to encode."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _zstd_errors() -> tuple[type[Exception], ...]:

@@ -7,6 +7,7 @@ SGLang's "GB" divide by 2**30, and torch's sizes are binary, so GB/MB/KB are rea
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -54,19 +55,39 @@ def _decimals(text: str) -> int:
     return len(m.group(1) or "")
 
 
+# the largest figure stored: a database integer is 64 bits, and no vLLM figure comes near it
+# (a hostile or damaged line can print 400 digits; float() of those is inf, int() a bignum
+# no database column holds)
+MAX_FIGURE = 2**63 - 1
+
+
+def in_range(num: float | int, text: str = "") -> float | int:
+    """``num`` if a database column can hold it: finite and within ``MAX_FIGURE``; else a
+    UnitError (the figure is not read)."""
+    if isinstance(num, float):
+        if not math.isfinite(num) or abs(num) > MAX_FIGURE:
+            raise UnitError(f"out of range: {text[:40]!r}")
+    elif abs(num) > MAX_FIGURE:
+        raise UnitError(f"out of range: {text[:40]!r}")
+    return num
+
+
 def parse_number(text: str) -> float | int:
-    """'1,350,182' -> 1350182, '2.5' -> 2.5, '7.3e9' -> 7300000000.0."""
-    if text.isdigit():  # the common case, fast
+    """'1,350,182' -> 1350182, '2.5' -> 2.5, '7.3e9' -> 7300000000.0; a figure out of range
+    (``in_range``) is a UnitError."""
+    if len(text) <= 18 and text.isdigit():  # the common case, fast (18 digits always fit)
         return int(text)
     if text.count(".") == 1 and text.replace(".", "", 1).isdigit():
-        return float(text)
+        return in_range(float(text), text)
     t = text.strip()
     if not t or not _NUMBER.match(t) or t in {".", "+", "-"}:
         raise UnitError(f"not a number: {text!r}")
     t = t.replace(",", "")
     if re.fullmatch(r"[+-]?\d+", t):
-        return int(t)
-    return float(t)
+        if len(t) > 25:  # int() of thousands of digits is slow (and Python refuses past 4300)
+            raise UnitError(f"out of range: {text[:40]!r}")
+        return in_range(int(t), text)
+    return in_range(float(t), text)
 
 
 def half_last_digit(text: str) -> float:
@@ -83,10 +104,11 @@ def quantity(text: str, unit: str | None) -> Quantity:
         return Quantity(num, "", None if isinstance(num, int) else half, printed)
     if unit in BYTE_UNITS:
         scale = BYTE_UNITS[unit]
-        return Quantity(int(round(num * scale)), "bytes", None if scale == 1 else half * scale, printed)
+        scaled = in_range(float(num) * scale if isinstance(num, float) else num * scale, text)
+        return Quantity(int(round(scaled)), "bytes", None if scale == 1 else half * scale, printed)
     if unit in SECOND_UNITS:
         seconds = SECOND_UNITS[unit]
-        return Quantity(float(num) * seconds, "s", half * seconds, printed)
+        return Quantity(in_range(float(num) * seconds, text), "s", half * seconds, printed)
     if unit in PLAIN_UNITS:
         if isinstance(num, int):
             return Quantity(num, PLAIN_UNITS[unit], None, printed)
@@ -120,7 +142,10 @@ def human_bytes(text: str) -> int:
             num *= BYTE_UNITS[letter.upper() + "iB"]
         else:
             num *= _HUMAN_SCALE[letter]
-    return int(round(num))
+    try:
+        return int(round(in_range(num, text)))
+    except UnitError:
+        raise UnitError(f"not a byte count (out of range): {text[:40]!r}") from None
 
 
 def format_bytes(n: float | int | None) -> str:

@@ -637,11 +637,13 @@ def _spec_v0(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
 #  Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%"
 _FAST_STATS = FastShape(
     RuntimeKind.engine_stats,
-    r"Engine (?P<engine>\d+): Avg prompt throughput: (?P<prompt_throughput_tps>\d+\.\d) tokens/s, "
-    r"Avg generation throughput: (?P<generation_throughput_tps>\d+\.\d) tokens/s, "
-    r"Running: (?P<running_reqs>\d+) reqs, Waiting: (?P<waiting_reqs>\d+) reqs, "
-    r"GPU KV cache usage: (?P<gpu_kv_cache_usage_pct>\d+\.\d)%, "
-    r"Prefix cache hit rate: (?P<prefix_cache_hit_rate_pct>\d+\.\d)%",
+    # at most 18 digits a figure: a longer one (out of any column's range) takes the general
+    # extractor, which does not read it
+    r"Engine (?P<engine>\d{1,18}): Avg prompt throughput: (?P<prompt_throughput_tps>\d{1,18}\.\d) tokens/s, "
+    r"Avg generation throughput: (?P<generation_throughput_tps>\d{1,18}\.\d) tokens/s, "
+    r"Running: (?P<running_reqs>\d{1,18}) reqs, Waiting: (?P<waiting_reqs>\d{1,18}) reqs, "
+    r"GPU KV cache usage: (?P<gpu_kv_cache_usage_pct>\d{1,18}\.\d)%, "
+    r"Prefix cache hit rate: (?P<prefix_cache_hit_rate_pct>\d{1,18}\.\d)%",
     {RuntimeSeries.prompt_throughput_tps: float, RuntimeSeries.generation_throughput_tps: float, RuntimeSeries.running_reqs: int,
      RuntimeSeries.waiting_reqs: int, RuntimeSeries.gpu_kv_cache_usage_pct: float, RuntimeSeries.prefix_cache_hit_rate_pct: float},
 )
@@ -656,11 +658,12 @@ def _floats(printed: str) -> list[float]:
 #  Per-position acceptance rate: %s, Avg Draft acceptance rate: %.1f%%"
 _FAST_SPEC = FastShape(
     RuntimeKind.spec_decode,
-    r"SpecDecoding metrics: Mean acceptance length: (?P<spec_mean_acceptance_length>\d+\.\d+), "
+    # at most 18 digits a figure, as above
+    r"SpecDecoding metrics: Mean acceptance length: (?P<spec_mean_acceptance_length>\d{1,18}\.\d{1,18}), "
     r"Accepted throughput: \d+\.\d+ tokens/s, Drafted throughput: \d+\.\d+ tokens/s, "
-    r"Accepted: (?P<spec_accepted_tokens>\d+) tokens, Drafted: (?P<spec_drafted_tokens>\d+) tokens, "
+    r"Accepted: (?P<spec_accepted_tokens>\d{1,18}) tokens, Drafted: (?P<spec_drafted_tokens>\d{1,18}) tokens, "
     r"Per-position acceptance rate: (?P<spec_per_position_acceptance>\d\.\d+(?:, \d\.\d+)*), "
-    r"Avg Draft acceptance rate: (?P<spec_draft_acceptance_rate_pct>\d+\.\d)%",
+    r"Avg Draft acceptance rate: (?P<spec_draft_acceptance_rate_pct>\d{1,18}\.\d)%",
     {RuntimeSeries.spec_mean_acceptance_length: float, RuntimeSeries.spec_accepted_tokens: int, RuntimeSeries.spec_drafted_tokens: int,
      RuntimeSeries.spec_per_position_acceptance: _floats, RuntimeSeries.spec_draft_acceptance_rate_pct: float},
 )

@@ -247,11 +247,16 @@ def test_a_database_error_while_writing_is_one_line_and_keeps_nothing(db, cli, m
     assert rows(db, "SELECT count(*) FROM boot") == [(0,)]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
-def test_a_read_only_ledger_file(db, cli):
-    cli("ingest", str(F008))
-    os.chmod(db, 0o444)
-    r = cli("ingest", str(next(REAL.glob("017_*.log"))))
+@sqlite_only
+def test_a_read_only_ledger_file(cli):
+    # as a user who is not root (root writes read-only files): tests/nonroot.py
+    from nonroot import run_as_user, shared_folder
+
+    with shared_folder() as folder:
+        db = str(folder / "ledger.db")
+        cli("ingest", "--db", db, str(F008))
+        os.chmod(db, 0o444)
+        r = run_as_user("ingest", "--db", db, str(next(REAL.glob("017_*.log"))))
     assert r.exit_code == 2 and "read-only" in r.output
 
 

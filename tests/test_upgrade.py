@@ -79,10 +79,22 @@ def test_the_views_work_on_the_upgraded_ledger(old_copy):
 
 
 def test_the_cli_says_it_upgraded_and_where_the_backup_is(old_copy, cli):
-    r = cli("history", "--db", str(old_copy), "--format", "csv")
+    # a command that writes upgrades (read commands never do: test_read_commands_never_write)
+    r = cli("ingest", "--db", str(old_copy), str(ROOT / "fixtures" / "real" /
+                                               "008_v1-nightly-dual4090-dflash-kvpool-specdecode-runtime.log"))
     assert r.exit_code == 0
     assert "ledger: upgraded the schema; backup of the old ledger at" in r.output
+    r = cli("history", "--db", str(old_copy), "--format", "csv")
     assert len([line for line in r.output.splitlines() if line[:1].isdigit()]) == 6
+
+
+def test_a_read_command_on_an_old_ledger_says_to_upgrade_and_writes_nothing(old_copy, cli):
+    before = old_copy.read_bytes()
+    for args in (["history"], ["sql", "select 1"], ["export"]):
+        r = cli(*args, "--db", str(old_copy))
+        assert r.exit_code == 2 and "run 'ledger db upgrade'" in r.output and "Traceback" not in r.output
+    assert old_copy.read_bytes() == before
+    assert sorted(p.name for p in old_copy.parent.iterdir()) == ["ledger.db"]  # no .bak
 
 
 def test_db_upgrade_command_on_an_old_ledger(old_copy, cli):

@@ -2,8 +2,11 @@
 
 * ``connect(db, mode="read" | "write")``: a ``Ledger`` (SQLAlchemy) for the queries; a command
   says whether it only reads.  In write mode ``Ledger.writer()`` gives the ``Writer`` its
-  writes go through (``ledger deploy set``).  Today both modes create a missing SQLite file and
-  migrate an older ledger; a read is where a "changes no byte" open would go.
+  writes go through (``ledger deploy set``).  Write mode creates a missing SQLite file and
+  migrates an older ledger; read mode changes no byte: a SQLite file opened read-only (a
+  PostgreSQL session READ ONLY), nothing created (a missing ledger is an error for a command,
+  an empty one for the library), nothing migrated (an older one: "run ledger db upgrade").
+  ``open_read_only`` is ``ledger serve``'s read mode.
 * ``open_writer(db)``: the ingest's (and ``ledger copy``'s) ``Writer``.  A SQLite ledger at the
   head revision, or a new one (built from the head schema), is opened with the sqlite3 module
   alone, so an ingest never loads SQLAlchemy — a third of a second of every ``ledger ingest``,
@@ -11,12 +14,14 @@
   newer one (refused) and a PostgreSQL ledger go through ``connect``.
 * ``upgrade(db)``: ``ledger db upgrade``.
 
-SQLite runs in WAL mode with foreign keys on and a busy timeout (``sqlite.apply_settings``);
-writers begin with BEGIN IMMEDIATE.
+A new SQLite file is made WAL by its first writer (an existing file keeps its journal mode);
+foreign keys on and a busy timeout (``sqlite.apply_settings``); writers begin with BEGIN
+IMMEDIATE.  A URL is printed only through ``shown_url`` (no password).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import LedgerError
 from . import sqlite
 from .columns import HEAD_REVISION
-from .errors import open_error
-from .location import plain_sqlite_path, resolve_url, sqlite_file
+from .errors import foreign_database, open_error
+from .location import plain_sqlite_path, resolve_url, shown_url, sqlite_file
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -39,11 +44,16 @@ Mode = Literal["read", "write"]
 class Ledger:
     """An open ledger: ``Session`` for the queries; ``writer()`` in write mode."""
 
-    url: str
+    url: str  # as given, with its password: print ``shown``
     engine: Engine
     Session: sessionmaker
     mode: Mode
     backup: Path | None = None  # the copy written before an upgrade
+
+    @property
+    def shown(self) -> str:
+        """The URL as it may be printed (no password)."""
+        return shown_url(self.url)
 
     @property
     def is_sqlite(self) -> bool:
@@ -52,7 +62,7 @@ class Ledger:
     def writer(self) -> Writer:
         """A ``Writer`` on one of the engine's connections (returned to it by ``close``)."""
         if self.mode != "write":
-            raise LedgerError(f"{self.url}: opened read-only")  # a bug in a command: it said it only reads
+            raise LedgerError(f"{self.shown}: opened read-only")  # a bug in a command: it said it only reads
         raw = self.engine.raw_connection()
         return Writer(raw.driver_connection, self.is_sqlite, raw.close)
 
@@ -80,8 +90,17 @@ def _postgresql_settings(conn: Any, _record: object = None) -> None:
 
 
 def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: bool = True) -> Ledger:
-    """The ledger at ``db`` (``--db``, ``$LEDGER_DB``, the default file), opened to ``mode``;
-    created if missing (``create``) and brought to the head revision (``migrate``)."""
+    """The ledger at ``db`` (``--db``, ``$LEDGER_DB``, the default file), opened to ``mode``.
+
+    ``write``: created if missing (``create``) and brought to the head revision (``migrate``).
+    ``read``: nothing is created, migrated or changed — a SQLite file is opened read-only
+    (``sqlite.connect_read``), its journal mode left alone; a PostgreSQL session is READ ONLY.
+    A missing ledger (no file, an empty file or database) reads as an empty one (``create``,
+    the library's default) or is an error, "no ledger here yet" (``create=False``: every read
+    command); an older one is refused with "run ledger db upgrade" (``migrate``: else it is
+    opened as it is, for ``db current``)."""
+    import logging
+
     from sqlalchemy import create_engine, event
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -89,34 +108,53 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
 
     from .migrate import migrate as run_migrations
 
+    # SQLAlchemy logs a connection lost under it (with a traceback) before raising; the error
+    # itself is what the user is told, in one line (``cli.LedgerGroup``)
+    logging.getLogger("sqlalchemy").addHandler(logging.NullHandler())
     url = resolve_url(db)
+    shown = shown_url(url)
     try:
         make_url(url)
     except ArgumentError:
-        raise LedgerError(f"{url}: not a database path or SQLAlchemy URL") from None
+        raise LedgerError(f"{shown}: not a database path or SQLAlchemy URL") from None
     path = sqlite_file(url)
+    if mode == "read" and path is not None:
+        return _connect_sqlite_read(url, path, create, migrate)
     if path is not None:
         sqlite.check_target(path, create)
+        sqlite.check_writable(path)
     try:
         engine = create_engine(url, future=True)
     except ImportError as exc:
         raise missing_driver(exc) from None
     except ArgumentError as exc:
-        raise LedgerError(f"{url}: cannot open: {exc}") from None
+        raise LedgerError(f"{shown}: cannot open: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", sqlite.apply_settings)
         event.listen(engine, "begin", _sqlite_begin)
     elif engine.dialect.name == "postgresql":
         event.listen(engine, "connect", _postgresql_settings)
+        if mode == "read":
+            event.listen(engine, "connect", _read_only_session)
     ledger = Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), mode)
     try:
         if path is not None:
             with engine.connect():
                 pass  # connect now: a bad file fails here, with the reason
-        if migrate:
-            ledger.backup = run_migrations(engine, path or url, path)
+        if mode == "read":
+            rev = _server_revision(engine)
+            if rev is None and _has_no_tables(engine):
+                engine.dispose()
+                if create:
+                    return _empty_ledger(url)  # a database nothing was written to yet reads as empty
+                raise LedgerError(f"{shown}: no ledger here yet (run 'ledger ingest' first)")
+            if migrate:
+                _check_readable(shown, rev)
+        elif migrate:
+            done = run_migrations(engine, path or shown, path)
+            ledger.backup = done.backup if done else None
     except Exception as exc:
-        error = open_error(path or url, exc)
+        error = open_error(path or shown, exc)
         engine.dispose()
         if error is None:
             raise
@@ -137,11 +175,94 @@ def missing_driver(exc: ImportError) -> LedgerError:
     return LedgerError(f"the database driver {module} is not installed (pip install {module})")
 
 
+def _server_revision(engine: Engine) -> str | None:
+    from .migrate import current_revision
+
+    return current_revision(engine)
+
+
+def _has_no_tables(engine: Engine) -> bool:
+    from sqlalchemy import inspect
+
+    return not inspect(engine).get_table_names()
+
+
+def _read_only_session(dbapi_conn: Any, _record: Any) -> None:
+    """A PostgreSQL connection of a read mode ledger: its session is READ ONLY, so no
+    statement on it (nor one that ends a transaction) can write."""
+    cur = dbapi_conn.cursor()
+    cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    cur.close()
+    dbapi_conn.commit()
+
+
+def _check_readable(where: str, rev: str | None) -> None:
+    """A read command reads a ledger at the head revision only: the queries and views are the
+    head's.  It never upgrades (that writes): it says what would."""
+    from .migrate import known_revisions
+
+    if rev == HEAD_REVISION:
+        return
+    if rev is None:
+        raise foreign_database(where)
+    if rev not in known_revisions():
+        raise LedgerError(f"{where}: the ledger's schema ({rev}) is newer than this version of ledger "
+                          f"knows ({HEAD_REVISION}); upgrade ledger — the file was not modified")
+    raise LedgerError(f"{where}: the ledger's schema ({rev}) is older than this version of ledger reads "
+                      f"({HEAD_REVISION}); run 'ledger db upgrade' first (it keeps a backup) — the file was not modified")
+
+
+def _connect_sqlite_read(url: str, path: Path, create: bool, migrate: bool) -> Ledger:
+    """A SQLite ledger opened to read (``connect``'s read mode)."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+    from sqlalchemy.pool import NullPool
+
+    if not sqlite.exists(path) and not path.is_symlink():
+        if create:
+            return _empty_ledger(url)
+        raise LedgerError(f"{path}: no ledger here yet (run 'ledger ingest' first)")
+    sqlite.check_target(path, create=False)
+    conn = sqlite.connect_read(path)
+    try:
+        rev = sqlite.revision(conn)
+        if rev is None and sqlite.is_empty(conn):
+            if create:
+                return _empty_ledger(url)
+            raise LedgerError(f"{path}: no ledger here yet (run 'ledger ingest' first)")
+        if migrate:
+            _check_readable(str(path), rev)
+    except sqlite3.DatabaseError as exc:
+        raise open_error(path, exc) from None  # type: ignore[misc]
+    finally:
+        conn.close()
+    engine = create_engine("sqlite://", creator=lambda: sqlite.connect_read(path), poolclass=NullPool, future=True)
+    return Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), "read")
+
+
+def _empty_ledger(url: str) -> Ledger:
+    """A ledger nothing was written to yet, read without creating it: an empty in-memory
+    database with the head schema (``ledger history`` says "no boots yet")."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+    from sqlalchemy.pool import StaticPool
+
+    def build() -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        sqlite.build_new(conn)
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    engine = create_engine("sqlite://", creator=build, poolclass=StaticPool, future=True)
+    return Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), "read")
+
+
 def open_writer(db: str | None = None) -> Writer:
     """The ledger at ``db`` ready to be written; created if it does not exist."""
     path = plain_sqlite_path(resolve_url(db))
     if path is not None:
         sqlite.check_target(path, create=True)
+        sqlite.check_writable(path)
         conn = _open_at_head(path)
         if conn is not None:
             return Writer(conn, True, conn.close)
@@ -187,68 +308,25 @@ def _open_at_head(path: Path) -> Any:
 
 
 def upgrade(db: str | None = None) -> tuple[str | None, str, Path | None]:
-    """``ledger db upgrade``: returns (revision before, revision after, backup)."""
-    from .migrate import current_revision, migrate
+    """``ledger db upgrade``: returns (revision before, revision after, backup); before is
+    after when there was nothing to do (or another process did it meanwhile)."""
+    from .migrate import migrate
 
     ledger = connect(db, mode="write", migrate=False)
     try:
-        before = current_revision(ledger.engine)
-        backup = migrate(ledger.engine, sqlite_file(ledger.url) or ledger.url, sqlite_file(ledger.url))
-        return before, HEAD_REVISION, backup
+        done = migrate(ledger.engine, sqlite_file(ledger.url) or ledger.shown, sqlite_file(ledger.url))
+        if done is None:
+            return HEAD_REVISION, HEAD_REVISION, None
+        return done.before, HEAD_REVISION, done.backup
     finally:
         ledger.dispose()
 
 
 def open_read_only(db: str | None) -> Ledger:
-    """``ledger serve``'s ledger: opened so that nothing can write to it (SQLite ``mode=ro`` with
-    ``query_only``; PostgreSQL sessions READ ONLY), at the head revision or refused, never migrated."""
-    import sqlite3
-
-    from sqlalchemy import create_engine, event
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.orm import sessionmaker
-
-    from .migrate import current_revision
+    """``ledger serve``'s ledger: ``connect``'s read mode (SQLite ``mode=ro`` with
+    ``query_only``; PostgreSQL sessions READ ONLY), at the head revision or refused, never
+    migrated, never created; an in-memory database is refused (it would be empty)."""
     url = resolve_url(db)
-    try:
-        u = make_url(url)
-    except Exception:  # noqa: BLE001 - SQLAlchemy's ArgumentError: not a URL
-        raise LedgerError(f"{url}: not a database path or SQLAlchemy URL") from None
-    if u.get_backend_name() == "sqlite":
-        if not u.database or u.database == ":memory:":
-            raise LedgerError("ledger serve needs a ledger file or a server, not an in-memory database")
-        from pathlib import Path
-
-        path = Path(u.database)
-        sqlite.check_target(path, create=False)
-
-        def connect() -> sqlite3.Connection:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {sqlite.BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA query_only = ON")
-            return conn
-
-        engine = create_engine("sqlite://", creator=connect)
-    else:
-        try:
-            engine = create_engine(url)
-        except Exception as exc:  # noqa: BLE001 - a missing driver or a bad URL: one line
-            raise LedgerError(f"{url}: cannot open: {exc}") from None
-        if engine.dialect.name == "postgresql":
-            @event.listens_for(engine, "connect")
-            def _read_only(dbapi_conn: Any, _record: Any) -> None:
-                cur = dbapi_conn.cursor()
-                cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-                cur.close()
-                dbapi_conn.commit()
-    try:
-        rev = current_revision(engine)
-    except Exception as exc:  # noqa: BLE001 - a file or server that is not a ledger
-        engine.dispose()
-        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-        raise LedgerError(f"{url}: cannot read the ledger: {reason}") from None
-    if rev != HEAD_REVISION:
-        engine.dispose()
-        raise LedgerError(f"{url}: the ledger's schema is {rev or 'missing'}, not {HEAD_REVISION}; "
-                          f"ledger serve only reads (run 'ledger db upgrade' first)")
-    return Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), "read")
+    if url.partition("://")[0].split("+")[0] == "sqlite" and sqlite_file(url) is None:
+        raise LedgerError("ledger serve needs a ledger file or a server, not an in-memory database")
+    return connect(url, mode="read", create=False)

@@ -57,7 +57,14 @@ def describe_db_error(exc: BaseException) -> str:
     if "readonly" in low or "read-only" in low:
         hint = " (the ledger file or its folder is read-only)"
     elif "disk is full" in low or "no space" in low:
-        hint = " (the disk is full; nothing of the boot being written was kept)"
+        from ledger.parsers.source import full_temp_folder
+
+        full = full_temp_folder()
+        where = (f"the temporary folder {full} is full (set TMPDIR to a folder with room)" if full
+                 else "the disk is full")
+        hint = f" ({where}; nothing of the boot being written was kept)"
     elif "locked" in low:
-        hint = " (another process held the ledger for longer than the busy timeout)"
+        from .sqlite import BUSY_TIMEOUT_MS
+
+        hint = f" (another process held the ledger's write lock for more than {BUSY_TIMEOUT_MS // 1000} s)"
     return f"ledger database error: {text}{hint}"

@@ -4,6 +4,7 @@ a SQLite file, anything with ``://`` an SQLAlchemy URL.  No SQLAlchemy is import
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 ENV_VAR = "LEDGER_DB"
@@ -42,3 +43,15 @@ def plain_sqlite_path(url: str) -> Path | None:
     if not url.startswith("sqlite:///") or "?" in url:
         return None
     return sqlite_file(url)
+
+
+# the password runs from the first ':' after the user name to an '@' (SQLAlchemy's grammar stops
+# at the first '@'; this hides up to the last one, so an unescaped '@' in a password is hidden too)
+_PASSWORD = re.compile(r"^(?P<head>[\w+]+://[^:/@]*):(?P<password>.*)@")
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be printed: the password replaced by ``***`` (SQLAlchemy's
+    ``URL.render_as_string(hide_password=True)``, without importing SQLAlchemy).  Every message,
+    output line and log that names a ledger uses this, never the URL itself."""
+    return _PASSWORD.sub(r"\g<head>:***@", url, count=1)

@@ -8,6 +8,7 @@ left as it was.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,18 @@ def _revision(conn: Connection) -> str | None:
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def migrate(engine: Engine, where: object, path: Path | None) -> Path | None:
-    """Bring the ledger to ``HEAD_REVISION``; the backup written first (SQLite), if any.
-    ``where`` names the ledger in errors; ``path`` is its SQLite file."""
+@dataclass
+class Upgrade:
+    """What ``migrate`` did: the revision it found (under the lock) and the backup it wrote."""
+
+    before: str | None
+    backup: Path | None
+
+
+def migrate(engine: Engine, where: object, path: Path | None) -> Upgrade | None:
+    """Bring the ledger to ``HEAD_REVISION``; None if it was there already (or another process
+    took it there while this one waited for the lock: of concurrent upgrades, one says it
+    upgraded).  ``where`` names the ledger in errors; ``path`` is its SQLite file."""
     rev = current_revision(engine)
     if rev == HEAD_REVISION:
         return None
@@ -75,6 +85,7 @@ def migrate(engine: Engine, where: object, path: Path | None) -> Path | None:
                 rev = _revision(conn)  # again, under the lock: another process may have done it
                 if rev == HEAD_REVISION:
                     return None
+                before = rev
                 if rev is not None and path is not None and path.exists():
                     backup = sqlite.backup(path, rev)
                 if rev is None and is_sqlite:
@@ -93,4 +104,4 @@ def migrate(engine: Engine, where: object, path: Path | None) -> Path | None:
         finally:
             if is_sqlite:
                 raw.execute("PRAGMA foreign_keys=ON")
-    return backup
+    return Upgrade(before, backup)

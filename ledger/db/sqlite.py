@@ -10,8 +10,10 @@ taken before an upgrade.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from ..errors import LedgerError
 
@@ -44,8 +46,24 @@ def sqlite_template() -> list[str]:
     return statements
 
 
+def exists(path: Path) -> bool:
+    """Whether the ledger file is there; a folder on the way the user may not enter is a
+    one-line error that names it (pathlib raises PermissionError)."""
+    try:
+        os.stat(path)
+        return True
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        folder = next((p for p in path.parents if p.exists() and not os.access(p, os.X_OK)), path.parent)
+        raise LedgerError(f"{path}: permission denied (the folder {folder} cannot be entered)") from None
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot open the ledger: {exc.strerror}") from None
+
+
 def check_target(path: Path, create: bool) -> None:
     """A one-line error for a path that is not (and cannot become) a ledger file."""
+    exists(path)  # a folder that cannot be entered: said here
     if path.is_dir():
         raise LedgerError(f"{path}: is a directory, not a ledger database")
     if path.exists():
@@ -65,9 +83,28 @@ def check_target(path: Path, create: bool) -> None:
         raise LedgerError(f"{path}: no ledger here yet (run 'ledger ingest' first)")
 
 
+def check_writable(path: Path) -> None:
+    """A one-line error, before anything is read, for a ledger this user cannot write: a
+    read-only file, or a folder SQLite cannot make its journal in (a rollback journal, or the
+    -wal and -shm files when they are not there already)."""
+    folder = path.parent
+    if exists(path) and not os.access(path, os.W_OK):
+        raise LedgerError(f"{path}: cannot write the ledger: the file is read-only")
+    if os.access(folder, os.W_OK):
+        return
+    sidecars = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+    if all(p.exists() and os.access(p, os.W_OK) for p in sidecars):
+        return  # a WAL ledger whose files are there to be written
+    raise LedgerError(f"{path}: cannot write the ledger: its folder {folder} is not writable "
+                      f"(SQLite writes its journal next to the file)")
+
+
 def connect_file(path: Path) -> sqlite3.Connection:
     """A connection to the file with the ledger's settings (``apply_settings``)."""
-    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        conn = sqlite3.connect(str(path), isolation_level=None)
+    except sqlite3.OperationalError as exc:
+        raise LedgerError(_cannot_open(path, exc)) from None
     try:
         apply_settings(conn)
     except BaseException:
@@ -76,17 +113,47 @@ def connect_file(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _cannot_open(path: Path, exc: Exception) -> str:
+    """Why SQLite could not open (or create) the file, naming the folder when it is the folder
+    that is not writable: SQLite creates its journal next to the file."""
+    folder = path.parent
+    if not os.access(folder, os.W_OK):
+        return f"{path}: cannot write the ledger: its folder {folder} is not writable ({exc})"
+    return f"{path}: cannot open the ledger: {exc}"
+
+
+def connect_read(path: Path) -> sqlite3.Connection:
+    """A read-only connection to an existing ledger file: opened with ``mode=ro`` and
+    ``query_only``, the journal mode left as it is, so no byte of the file changes whatever
+    runs on it.  A WAL file in a folder the reader cannot write (SQLite cannot make the -shm
+    file) is opened ``immutable``: nobody can be writing it either, then."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.OperationalError as exc:
+        if os.access(path.parent, os.W_OK):
+            raise LedgerError(f"{path}: cannot open the ledger: {exc}") from None
+        # a WAL file whose -shm SQLite cannot create ("unable to open", "attempt to write a
+        # readonly database"): nobody can be writing it either
+        conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
 def apply_settings(conn: sqlite3.Connection, _record: object = None) -> None:
-    """A SQLite ledger connection's settings (SQLAlchemy calls it on connect, hence ``_record``).
+    """A SQLite ledger writer's settings (SQLAlchemy calls it on connect, hence ``_record``).
     Transactions are begun explicitly (writers with BEGIN IMMEDIATE), not by the driver."""
     conn.isolation_level = None
     cur = conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
     try:
-        # readers never block the writer; a file that is another program's database is left as
-        # it is (WAL is written into the file), to be refused unchanged
-        if is_empty(conn) or revision(conn) is not None:
+        # readers never block the writer: a new file is made WAL by its first writer.  A ledger
+        # someone keeps in another journal mode (DELETE, for a file on NFS) is left in it, and a
+        # file that is another program's database is left as it is, to be refused unchanged
+        if is_empty(conn):
             cur.execute("PRAGMA journal_mode = WAL")
     except sqlite3.OperationalError:
         pass  # a read-only file: reading still works

@@ -76,7 +76,12 @@ class Staging:
         if self.raw is None:
             return
         if self.attached:
-            self.raw.execute("DETACH DATABASE staging")
+            try:
+                self.raw.execute("DETACH DATABASE staging")
+            except sqlite3.OperationalError:
+                # still in use by a statement an interrupt (Ctrl-C) cut short: it goes with the
+                # connection, and the interrupt, not this, is what the user hears of
+                pass
         else:
             self.raw.close()
         self.raw, self.attached = None, False

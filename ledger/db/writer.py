@@ -72,10 +72,17 @@ def insert_sql(table: str, columns: list[str], mark: str) -> str:
     return f"INSERT INTO {table} ({names}) VALUES ({', '.join([mark] * len(columns))})"
 
 
+# how long a write waits for another writer's lock, in all: SQLite's busy timeout
+# (``sqlite.BUSY_TIMEOUT_MS``), which the README promises
+LOCK_WAIT_S = 30.0
+
+
 def retrying(write: Callable[[], Any]) -> Any:
-    """A write is tried again, a few times, when it met a lock it could not wait out (SQLite's busy
-    timeout) or lost a race to another writer creating the same deploy or boot (PostgreSQL:
-    the retry then finds the other writer's row)."""
+    """A write is tried again, a few times, when it lost a race to another writer creating the
+    same deploy or boot (PostgreSQL: the retry then finds the other writer's row), or met a
+    lock it could not take — but only while the whole wait stays within ``LOCK_WAIT_S``: the
+    busy timeout has waited already (five retries of 30 s each were 2.5 minutes)."""
+    started = time.monotonic()
     for attempt in range(5):
         try:
             return write()
@@ -84,7 +91,9 @@ def retrying(write: Callable[[], Any]) -> Any:
                 raise
             if is_named(exc, "IntegrityError"):
                 continue
-            if is_named(exc, "OperationalError") and "locked" in str(exc):
-                time.sleep(0.2 * (attempt + 1))
+            pause = 0.2 * (attempt + 1)
+            if (is_named(exc, "OperationalError") and "locked" in str(exc)
+                    and time.monotonic() - started + pause < LOCK_WAIT_S):
+                time.sleep(pause)
                 continue
             raise

@@ -148,15 +148,66 @@ def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha25
                         (sha256, boot.index))
             if cur.fetchone() is not None:
                 return None  # the same file ingested before (also by a ledger older than content digests)
+        earlier = _grown_from(writer, cur, row, facts, failures)
+        if earlier is None:
+            return None  # a longer version of this boot is in the ledger already
         deploy = deploy_id(writer, cur, info.identity(), {
             "commit_sha": info.commit, "image_digest": info.image, "label": info.label, "dirty": info.dirty,
             "created_at": _now()}, info.label)
         bid = insert_boot(writer, cur, deploy, row, shape, facts, failures)
+        _supersede(writer, cur, earlier, bid)
         samples = SampleSpool()
         samples.add(boot.runtime)  # samples the parser kept (no sink)
         spools = [(spool, attached)] if spool is not None else []
         store_samples(writer, cur, bid, [*spools, (samples, False)], year)
         return bid
+
+
+def _evidence(writer: Writer, cur: Any, boot_id: int) -> set[tuple[int, str]]:
+    """A stored boot's evidence: the (line, raw text) of its facts and failures."""
+    q = writer.mark
+    cur.execute(f'SELECT "line", "text" FROM fact WHERE boot_id = {q} UNION '
+                f'SELECT "line", "text" FROM failure WHERE boot_id = {q}', (boot_id, boot_id))
+    return {(int(line), text) for line, text in cur.fetchall()}
+
+
+def _grown_from(writer: Writer, cur: Any, row: dict[str, Any], facts: list[tuple],
+                failures: list[tuple]) -> list[int] | None:
+    """A log that grows (a boot still starting, a runtime log still served) holds, when read
+    again, a longer version of a boot stored before: same source, same first line, same start,
+    and every line of evidence the stored one has (fact and failure, line number and raw text)
+    at the same place in the new one.  The stored boots the new one supersedes (to be deleted
+    in its transaction); None if a stored boot is a longer version of the new one (the new one
+    is the older read: nothing to store)."""
+    q = writer.mark
+    cur.execute(f"SELECT id, last_line, started_at FROM boot WHERE source_path = {q} AND first_line = {q} "
+                f"AND content_sha256 <> {q}", (row["source_path"], row["first_line"], row["content_sha256"]))
+    candidates = [(bid, last, started) for bid, last, started in cur.fetchall() if started == row["started_at"]]
+    if not candidates:
+        return []
+    fact_line, fact_text = CHILD_COLUMNS["fact"].index("line"), CHILD_COLUMNS["fact"].index("text")
+    fail_line, fail_text = CHILD_COLUMNS["failure"].index("line"), CHILD_COLUMNS["failure"].index("text")
+    mine = {(f[fact_line], f[fact_text]) for f in facts} | {(f[fail_line], f[fail_text]) for f in failures}
+    superseded = []
+    for bid, last, _ in candidates:
+        theirs = _evidence(writer, cur, bid)
+        if last < row["last_line"] and theirs <= mine:
+            superseded.append(bid)
+        elif last >= row["last_line"] and mine <= theirs:
+            return None
+    return superseded
+
+
+def _supersede(writer: Writer, cur: Any, earlier: list[int], bid: int) -> None:
+    """Replace the shorter versions of boot ``bid`` (their rows go; a deploy's reference boot
+    that named one names ``bid``), in the caller's transaction."""
+    q = writer.mark
+    for old in earlier:
+        cur.execute(f'UPDATE deploy_setting SET value = {q} WHERE "key" = {q} AND value = {q}',
+                    (str(bid), "kv_reference_boot", str(old)))
+        for table in BOOT_CHILDREN:
+            cur.execute(f"DELETE FROM {table} WHERE boot_id = {q}", (old,))
+        cur.execute(f"DELETE FROM boot WHERE id = {q}", (old,))
 
 
 # the staged rows and the spool's batches are (kind, line, stamp, engine, *SERIES_COLUMNS): stored

@@ -1,6 +1,7 @@
 """The one output contract: every command that prints rows prints them here.
 
 * ``FORMATS``: ``--format table|markdown|csv|json|jsonl``, the same names on every command.
+* JSON is written by ``dumps`` alone: always valid JSON (an inf or nan figure is ``null``).
 * The JSON contract (README, "The output contract"): a boot id is a string (``boot_id``)
   everywhere, as in the export; a timestamp is ISO 8601 (``iso``) with ``year_inferred`` as a
   field of its own; what is missing is ``null``, never ``""``.
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -33,12 +35,30 @@ def null_if_empty(value: Any) -> Any:
     return None if value == "" else value
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every float that JSON cannot spell (inf, nan: a ledger written before
+    figures were range-checked may hold them) as null, so the output is always valid JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """``json.dumps`` that only ever writes valid JSON (``json_safe``); what is not JSON's own
+    type (a date) as its text.  Every JSON the ledger prints is written by this."""
+    return json.dumps(json_safe(value), allow_nan=False, default=str, **options)
+
+
 def json_text(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=str)
+    return dumps(obj, indent=2)
 
 
 def jsonl_text(objs: Iterable[Any]) -> str:
-    return "\n".join(json.dumps(o, default=str) for o in objs)
+    return "\n".join(dumps(o) for o in objs)
 
 
 def document(obj: Any, fmt: str, human: Callable[[Any], str]) -> str:
@@ -46,7 +66,7 @@ def document(obj: Any, fmt: str, human: Callable[[Any], str]) -> str:
     if fmt == "json":
         return json_text(obj)
     if fmt == "jsonl":
-        return json.dumps(obj, default=str)
+        return dumps(obj)
     return human(obj)
 
 
@@ -86,12 +106,12 @@ def rows_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[s
 
     if fmt == "jsonl":
         for r in rows():
-            yield json.dumps({c: r.get(c) for c in columns}, default=str)
+            yield dumps({c: r.get(c) for c in columns})
         return
-    if fmt == "json":  # json.dumps(list, indent=2), an element at a time
+    if fmt == "json":  # json_text(list), an element at a time
         first = True
         for r in rows():
-            text = json.dumps({c: r.get(c) for c in columns}, indent=2, default=str)
+            text = dumps({c: r.get(c) for c in columns}, indent=2)
             yield ("[\n" if first else ",\n") + "\n".join("  " + line for line in text.split("\n"))
             first = False
         yield "[]" if first else "]"
@@ -157,3 +177,14 @@ def _table_chunk(rows: list[dict[str, Any]], columns: Sequence[str], names: list
     text = render(rows, columns, "table", align_right, width=None, headers=labels, style=style, keep_spaces=True)
     lines = text.split("\n")
     return "\n".join(lines if head else lines[2:])
+
+
+def rows_stream(rows: Iterable[Sequence[Any]], columns: Sequence[str], fmt: str, *,
+                flexible: Sequence[str] = ()) -> Iterator[str]:
+    """``rows_text`` for a result too large to hold (``ledger sql``): the text in pieces as the
+    rows (tuples in ``columns``' order) arrive.  A table fits the terminal by its first page."""
+    from . import terminal
+    from .table import render_stream
+
+    return render_stream(rows, columns, fmt, width=terminal.width() if fmt == "table" else None,
+                         flexible=flexible)

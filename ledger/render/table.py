@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
+
+from . import dumps
 
 MIN_FLEX = 6  # a flexible column is never cut narrower than this (or its header)
 GAP = 2  # tabulate's "simple" format puts two spaces between columns
@@ -96,9 +99,9 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
     ``style(column, text)`` colours a table cell (after fitting, so colour never counts)."""
     columns = list(columns or (rows[0].keys() if rows else []))
     if fmt == "json":
-        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=str)
+        return dumps([{c: r.get(c) for c in columns} for r in rows], indent=2)
     if fmt == "jsonl":
-        return "\n".join(json.dumps({c: r.get(c) for c in columns}, default=str) for r in rows)
+        return "\n".join(dumps({c: r.get(c) for c in columns}) for r in rows)
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -134,3 +137,47 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
     align = ["right" if c in align_right else "left" for c in columns]
     text = tabulate(cells, headers=names, tablefmt="simple", colalign=align, disable_numparse=True)
     return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def render_stream(rows: Iterable[Sequence[Any]], columns: Sequence[str], fmt: str = "table", *,
+                  width: int | None = None, flexible: Sequence[str] = (), page: int = 1000) -> Iterator[str]:
+    """``render`` for a result too large to hold (``ledger sql``): the text in pieces, a page of
+    rows (tuples in ``columns``' order) at a time, never one string per row.  The output is
+    ``render``'s; only a table longer than ``page`` rows takes its column widths from its first
+    page (a longer value later is cut to them)."""
+    columns = list(columns)
+    it = iter(rows)
+    if fmt in ("json", "jsonl"):
+        first = True
+        if fmt == "json":
+            yield "["
+        while batch := list(itertools.islice(it, page)):
+            pieces = []
+            for r in batch:
+                if fmt == "json":
+                    obj = dumps(dict(zip(columns, r, strict=True)), indent=2)
+                    pieces.append(("\n" if first else ",\n") + "\n".join("  " + line for line in obj.splitlines()))
+                else:
+                    pieces.append(("" if first else "\n") + dumps(dict(zip(columns, r, strict=True))))
+                first = False
+            yield "".join(pieces)
+        if fmt == "json":
+            yield "]" if first else "\n]"
+        return
+    head = list(itertools.islice(it, page))
+    text = render([dict(zip(columns, r, strict=True)) for r in head], columns, fmt, width=width, flexible=flexible)
+    yield text
+    if len(head) < page:
+        return
+    widths = [len(d) for d in text.splitlines()[1].split(" " * GAP)] if fmt == "table" else []
+    while batch := list(itertools.islice(it, page)):  # the rest a page at a time
+        cells = [[cell(v) for v in r] for r in batch]
+        if fmt == "csv":
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerows(cells)
+            yield "\n" + buf.getvalue().rstrip("\n")
+        elif fmt == "markdown":
+            yield "".join("\n| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
+        else:  # a table: the first page's widths (its dashes line says them), cut to them
+            yield "".join("\n" + (" " * GAP).join(clip(c, w).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                          for row in cells)

@@ -59,7 +59,7 @@ def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOn
     cache = data.Cache(ledger)
 
     def page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
-        html = env.get_template(template).render(ledger_url=_safe_url(ledger.url), **context)
+        html = env.get_template(template).render(ledger_url=ledger.shown, **context)
         return HTMLResponse(html, status_code=status)
 
     async def call(fn: Any, *args: Any) -> Any:
@@ -222,12 +222,3 @@ def _short(value: Any, unit: str = "") -> str:
 
 def _x(value: Any) -> Any:
     return value.isoformat(sep=" ") if hasattr(value, "isoformat") else value
-
-
-def _safe_url(url: str) -> str:
-    """The ledger's location for the page footer, without a password."""
-    if "://" not in url or "@" not in url:
-        return url
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ..items import Counts, End, RuntimeRun
 from ..rules import RuntimeSample
-from ..source import SourceError
+from ..source import SourceError, full_temp_folder, printable
 from .scanner import Hit, make_hit
 
 # Behind: this many batches sent and not read yet (~20 MB of a served log).  Measured on 2 cores:
@@ -155,7 +155,11 @@ class ChildScan:
                 self._read[:8] = read.to_bytes(8, "little")  # messages read (and their items used)
                 note = self._notes.read(8)
                 if len(note) < 8:
-                    raise SourceError(f"{self.path}: the scanning process ended without a result")
+                    full = full_temp_folder()  # the spool lives there: a full one ends the child
+                    if full:
+                        raise SourceError(f"{printable(self.path)}: the temporary folder {full} is full "
+                                          f"(set TMPDIR to a folder with room)")
+                    raise SourceError(f"{printable(self.path)}: the scanning process ended without a result")
                 upto = int.from_bytes(note, "little")
                 message = pickle.loads(os.pread(self._spool.fileno(), upto - done, done))
                 done = upto

@@ -25,6 +25,17 @@ GREP = _grep()
 _NICE = ["nice", "-n", "10"] if GREP and shutil.which("nice") else []
 
 
+# grep holds a whole line in memory (a 200 MB line: 390 MB); past this it fails, and the lines
+# are counted in Python instead (``totals`` is None), whose reading caps a line (source.MAX_LINE)
+_GREP_MEMORY = 64 * 1024 * 1024
+
+
+def _grep_memory_cap() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (_GREP_MEMORY, _GREP_MEMORY))
+
+
 class GrepCounts:
     """``grep -c -F`` per count anchor of ``path``, started at once."""
 
@@ -33,7 +44,8 @@ class GrepCounts:
         env = dict(os.environ, LC_ALL="C")
         self.procs = [
             (kind, subprocess.Popen([*_NICE, GREP, "-a", "-c", "-F", "-e", anchor, "--", path], env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    preexec_fn=_grep_memory_cap))
             for anchor, kind in count_anchors.items()
         ]
 

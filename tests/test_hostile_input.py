@@ -1,0 +1,192 @@
+"""Hostile input never crashes the ingest, and the files after it are still read (issue 15, items
+3-6): figures out of range, file names that are not UTF-8, input without newlines, devices,
+damaged compressed files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REAL, ROOT
+from dbutil import rows, sqlite_only
+from ledger.parsers.units import UnitError, parse_number, quantity
+
+from ledger import parsers
+
+F008 = next(REAL.glob("008_*.log"))
+F005 = next(REAL.glob("005_*.log"))
+NINES = "9" * 400
+LEDGER = [sys.executable, "-m", "ledger"]
+
+
+def _body(path: Path) -> list[str]:
+    return path.read_text().split("# ---\n", 1)[1].splitlines()
+
+
+def _hostile_log(tmp_path: Path) -> Path:
+    """008's lines as vLLM prints them, with figures no column can hold."""
+    lines = _body(F008)
+    lines[1] = lines[1].replace("67,728", NINES)  # GPU KV cache size: <400 nines> tokens
+    lines[2] = lines[2].replace("1.06x", "1" + NINES + ".5x")  # Maximum concurrency … 1<400 nines>.5x
+    lines[5] = lines[5].replace("Running: 1 reqs", "Running: 99999999999999999999999999999 reqs")
+    lines.insert(1, "(Worker_TP0 pid=118) INFO 05-04 01:05:50 [gpu_model_runner.py:1962] Model loading took 1"
+                 + NINES + ".8 GiB and 3.081864 seconds")
+    path = tmp_path / "hostile.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("text", ["99999999999999999999999999999", NINES, "1" + NINES + ".8", "1e400", "-1e400"])
+def test_a_figure_out_of_range_is_not_a_number(text):
+    with pytest.raises(UnitError, match="out of range"):
+        parse_number(text)
+
+
+def test_a_size_out_of_range_is_not_a_size():
+    with pytest.raises(UnitError):
+        quantity("1" + NINES + ".8", "GiB")
+    with pytest.raises(UnitError):
+        quantity("99999999999", "TiB")  # 1.1e23 bytes: past any 64-bit column
+
+
+def test_figures_out_of_range_are_not_read_and_the_next_file_is(db, cli, tmp_path):
+    r = cli("ingest", str(_hostile_log(tmp_path)), str(F005), "--year", "2026")
+    assert r.exit_code == 0, r.output
+    assert "Traceback" not in r.output
+    names = {n for (n,) in rows(db, "SELECT name FROM fact")}
+    assert {"kv_cache_tokens", "max_concurrency", "model_weights_bytes"}.isdisjoint(names)
+    assert "available_kv_cache_bytes" in names  # the line that was in range is read
+    assert rows(db, "SELECT count(*) FROM boot WHERE source_path LIKE '%005_%'")[0][0] >= 1
+    assert rows(db, "SELECT max(running_reqs) FROM runtime_sample") == [(1,)]  # the hostile sample's is null
+
+
+def test_export_is_valid_json_even_for_a_ledger_holding_infinity(db, cli, tmp_path):
+    cli("ingest", str(F008))
+    from dbutil import _engine
+
+    with _engine(db).begin() as conn:  # as an older ledger stored 1<400 nines>.5x
+        conn.exec_driver_sql("UPDATE fact SET value = 'Infinity' WHERE name = 'max_concurrency'"
+                             if db.startswith("postgresql") else
+                             "UPDATE fact SET value = 9e999 WHERE name = 'max_concurrency'")
+    for fmt in ("json", "jsonl"):
+        out = cli("export", "--format", fmt).output
+        assert "Infinity" not in out and "NaN" not in out
+        for chunk in ([out] if fmt == "json" else out.splitlines()):
+            json.loads(chunk, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
+    out = cli("show", "1", "--format", "json").output
+    json.loads(out, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
+
+
+# -- 4. file names that are not UTF-8 ------------------------------------------------------------------------
+
+
+@sqlite_only
+def test_a_file_name_that_is_not_utf8(tmp_path):
+    bad = os.fsdecode(b"x\xff\xfe.log")
+    (tmp_path / bad).write_bytes(F008.read_bytes())
+    db = tmp_path / "l.db"
+    p = subprocess.run([*LEDGER, "--db", str(db), "ingest", bad, str(F005), "--year", "2026"], cwd=tmp_path,
+                       capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.returncode == 0, p.stderr
+    assert b"Traceback" not in p.stderr
+    assert b"x\\xff\\xfe.log" in p.stdout
+    con = sqlite3.connect(db)
+    paths = [r[0] for r in con.execute("SELECT DISTINCT source_path FROM boot ORDER BY id")]
+    con.close()
+    assert paths[0] == "x\\xff\\xfe.log" and paths[-1].endswith(F005.name)
+
+
+# -- 5. input without newlines ------------------------------------------------------------------------------
+
+
+def test_a_long_line_is_cut_and_the_lines_after_it_keep_their_numbers(tmp_path):
+    body = F008.read_bytes()
+    path = tmp_path / "long.log"
+    path.write_bytes(b"Available KV cache memory: 9.74 GiB " + b"a" * (20 * 2**20) + b"\n" + body)
+    source = parsers.Source(str(path))
+    boots = parsers.parse_source(source, default_year=2026, options=parsers.ScanOptions(fork=False, grep=False)).boots
+    assert source.long_lines == 1
+    tokens = [f for b in boots for f in b.facts if f.name == "kv_cache_tokens"]
+    assert tokens and tokens[0].line == 1 + body.decode().splitlines().index(
+        next(x for x in body.decode().splitlines() if "GPU KV cache size" in x)) + 1
+
+
+def test_the_blocks_of_an_endless_line_stay_small(tmp_path):
+    path = tmp_path / "zeros.log"
+    path.write_bytes(b"z" * (40 * 2**20))
+    sizes = [len(b) for b in parsers.Source(str(path)).blocks(block_size=2**20)]
+    assert max(sizes) <= 2**20 + 1 and len(sizes) == 1
+
+
+def test_a_stream_without_newlines_is_read_flat_and_refused(tmp_path):
+    """`head -c 100000000 /dev/zero | ledger ingest -`: 91 s before; now it is read at the speed
+    of the pipe with a line kept up to 1 MiB."""
+    code = ("import sys; from ledger.cli import main\n"
+            "try:\n    main(sys.argv[1:])\n"
+            "except SystemExit as e:\n    code = e.code\n"
+            "sys.stderr.write('\\nRSS ' + [x.split()[1] for x in open('/proc/self/status') if x.startswith('VmHWM')][0])")
+    feeder = subprocess.Popen(["head", "-c", "100000000", "/dev/zero"], stdout=subprocess.PIPE)
+    p = subprocess.run([sys.executable, "-c", code, "--db", str(tmp_path / "l.db"), "ingest", "-"], cwd=ROOT,
+                       stdin=feeder.stdout, capture_output=True, text=True, timeout=60)
+    feeder.stdout.close()
+    feeder.wait()
+    assert "Traceback" not in p.stderr and "Error: <stdin>:" in p.stderr
+    assert int(p.stderr.rsplit("RSS ", 1)[1]) < 150_000
+
+
+def test_a_device_is_refused(cli, db):
+    r = cli("ingest", "/dev/zero", str(F005), "--year", "2026")
+    assert r.exit_code == 2
+    assert "/dev/zero: is a device, not a log file" in r.output
+    assert rows(db, "SELECT count(*) FROM boot")[0][0] >= 1  # the next file is read
+
+
+def test_a_long_line_is_said_once(cli, db, tmp_path):
+    path = tmp_path / "long.log"
+    # lines longer than a read block (8 MiB); a shorter one is held whole, memory stays bounded
+    path.write_bytes(b"a" * (9 * 2**20) + b"\n" + b"b" * (9 * 2**20) + b"\n" + F008.read_bytes())
+    r = cli("ingest", str(path))
+    assert r.exit_code == 0
+    assert r.output.count("longer than 1 MiB") == 1 and "2 lines" in r.output
+
+
+# -- 6. compressed files --------------------------------------------------------------------------------
+
+
+def test_a_truncated_zst_is_refused_like_a_truncated_gz(cli, db, tmp_path):
+    import zstandard
+
+    data = F008.read_bytes() * 200
+    full = zstandard.ZstdCompressor().compress(data)
+    (tmp_path / "cut.log.zst").write_bytes(full[: len(full) // 2])
+    (tmp_path / "cut.log.gz").write_bytes(gzip.compress(data)[: len(full) // 2])
+    for name in ("cut.log.zst", "cut.log.gz"):
+        r = cli("ingest", str(tmp_path / name))
+        assert r.exit_code == 2 and "cannot read" in r.output and "Traceback" not in r.output, (name, r.output)
+    assert rows(db, "SELECT count(*) FROM boot") == [(0,)]
+
+
+def test_a_zst_written_by_a_stream_is_read(cli, db, tmp_path):
+    """A frame without a content size (what `zstd` writes from a pipe) is complete when it ends."""
+    import zstandard
+
+    path = tmp_path / "stream.log.zst"
+    with open(path, "wb") as f, zstandard.ZstdCompressor().stream_writer(f) as w:
+        w.write(F008.read_bytes())
+    r = cli("ingest", str(path))
+    assert r.exit_code == 0 and "boot 1" in r.output
+
+
+def test_a_gz_with_trailing_garbage_is_read_with_a_warning(cli, db, tmp_path):
+    path = tmp_path / "tail.log.gz"
+    path.write_bytes(gzip.compress(F008.read_bytes()) + b"\x00\x00garbage after the member")
+    r = cli("ingest", str(path))
+    assert r.exit_code == 0 and "boot 1" in r.output
+    assert "trailing garbage" in r.output
+    assert rows(db, "SELECT count(*) FROM fact")[0][0] > 0

@@ -1,0 +1,191 @@
+"""What the user is told when things go wrong (issue 15, item 12): one line that names the
+problem, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REAL, ROOT
+from dbutil import postgres_only, rows, sqlite_only
+
+from ledger import parsers
+
+F008 = next(REAL.glob("008_*.log"))
+HUGE = "99999999999999999999999"
+
+
+def _one_line_error(r) -> str:
+    assert r.exit_code != 0, r.output
+    assert "Traceback" not in r.output
+    # one error line (click puts its usage lines before a bad option's)
+    errors = [line for line in r.output.strip().splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and r.output.strip().splitlines()[-1] == errors[0], r.output
+    return errors[0]
+
+
+@pytest.mark.parametrize("args", [
+    ["show", HUGE], ["runtime", HUGE], ["export", HUGE], ["diff", HUGE, "1"],
+    ["predict", "--like", HUGE, "--kv-bytes", "1e9"],
+    ["predict", "--kv-bytes", "1e400", "--bytes-per-token", "100"],
+    ["predict", "--kv-bytes", "1e9", "--bytes-per-token", "nan"],
+    ["predict", "--kv-bytes", "1e9", "--bytes-per-token", "inf"],
+    ["deploy", "set", "D", "card_ceiling_bytes=1e400"],
+    ["deploy", "set", "D", f"kv_reference_boot={HUGE}"],
+])
+def test_numbers_out_of_range_are_one_line(db, cli, args):
+    cli("ingest", str(F008), "--label", "D")
+    _one_line_error(cli(*args))
+
+
+@pytest.fixture(scope="module")
+def runtime_log(tmp_path_factory):
+    path = tmp_path_factory.mktemp("big") / "runtime.log"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "make_runtime_log.py"), str(path), "--mb", "20"], check=True)
+    return path
+
+
+def test_ctrl_c_mid_ingest_says_aborted(db, tmp_path, runtime_log):
+    def command(ledger: str) -> list[str]:
+        return [sys.executable, "-m", "ledger", "ingest", "--db", ledger, "--year", "2026", str(runtime_log)]
+
+    started = time.perf_counter()
+    subprocess.run(command(str(tmp_path / "probe.db")), cwd=ROOT, check=True, capture_output=True)
+    full = time.perf_counter() - started
+    rnd = random.Random(15)
+    interrupted = 0
+    # the second half of a run: past the imports (a Ctrl-C there is Python's, not the ingest's),
+    # into the reading and writing (the whole ingest of the 20 MB log takes a fifth of a second)
+    for delay in [rnd.uniform(full / 2, full) for _ in range(10)]:
+        proc = subprocess.Popen(command(db), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        if proc.returncode == 0 or (not err and ("boot 1" in out or "already in the ledger" in out)):
+            continue  # it had finished (the signal may land as the interpreter exits: it then ends silently)
+        interrupted += 1
+        assert "Aborted!" in err and "locked" not in err and "Traceback" not in err, err
+    assert interrupted  # at least one Ctrl-C landed mid-ingest
+
+
+@sqlite_only
+def test_a_held_write_lock_is_waited_for_the_busy_timeout_only(db, cli, monkeypatch):
+    """The README's 30 s, scaled down: the wait is the busy timeout, not the timeout once per
+    retry (five retries of 30 s were 2 min 32 s)."""
+    from ledger.db import sqlite, writer
+
+    cli("ingest", str(F008))
+    monkeypatch.setattr(sqlite, "BUSY_TIMEOUT_MS", 1000)
+    monkeypatch.setattr(writer, "LOCK_WAIT_S", 1.0)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        r = cli("ingest", str(next(REAL.glob("005_*.log"))), "--year", "2026")
+        waited = time.monotonic() - started
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert waited < 3.0
+    line = _one_line_error(r)
+    assert "held the ledger's write lock for more than 1 s" in line
+
+
+def _mount_tmpfs(folder: Path, size: str) -> bool:
+    if os.geteuid() != 0:
+        return False
+    folder.mkdir()
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True).returncode == 0
+
+
+def test_a_full_temporary_folder_is_named(db, tmp_path, runtime_log):
+    tiny = tmp_path / "tiny"
+    if not _mount_tmpfs(tiny, "256k"):
+        pytest.skip("needs root and tmpfs to make a full folder")
+    try:
+        p = subprocess.run([sys.executable, "-m", "ledger", "ingest", "--db", db, "--year", "2026", str(runtime_log)],
+                           cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, TMPDIR=str(tiny)),
+                           timeout=120)
+    finally:
+        subprocess.run(["umount", str(tiny)], check=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert f"the temporary folder {tiny} is full" in p.stderr
+    assert rows(db, "SELECT count(*) FROM boot") == [(0,)]
+
+
+def test_a_file_truncated_while_read_is_not_stored(tmp_path, runtime_log):
+    """Counts come from grep for a large file: a file truncated while read would get the counts
+    of its other version."""
+    log = tmp_path / "runtime.log"
+    log.write_bytes(runtime_log.read_bytes())
+    parse = parsers.Parse(parsers.Source(str(log)), year=2026)
+    with open(log, "r+b") as f:
+        f.truncate(log.stat().st_size // 2)
+    with pytest.raises(parsers.SourceError, match="changed while it was read"):
+        parse.run()
+
+
+def test_a_file_unchanged_while_read_is_read(tmp_path, runtime_log):
+    parse = parsers.Parse(parsers.Source(str(runtime_log)), year=2026)
+    assert parse.run().boots
+
+
+@postgres_only
+def test_a_lost_postgresql_connection_is_one_line(db, cli):
+    cli("ingest", str(F008))
+    proc = subprocess.Popen([sys.executable, "-m", "ledger", "--db", db, "sql", "select pg_sleep(20), 1 as x"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from dbutil import _engine
+
+    deadline = time.monotonic() + 15
+    killed = []
+    while not killed and time.monotonic() < deadline:
+        time.sleep(0.3)
+        with _engine(db).connect() as conn:
+            killed = conn.exec_driver_sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state = 'active'").fetchall()
+    out, err = proc.communicate(timeout=30)
+    assert killed
+    assert proc.returncode == 2 and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1 and "terminating connection" in err
+
+
+_LOSE_THE_CONNECTION = """
+import sys
+from sqlalchemy import create_engine
+import ledger.ingest
+from ledger.cli import main
+
+db, log = sys.argv[1:]
+real = ledger.ingest.ingest_file
+other = create_engine(db)
+
+def lose_the_connection_first(writer, *args, **kwargs):
+    with other.connect() as conn:
+        conn.exec_driver_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    return real(writer, *args, **kwargs)
+
+ledger.ingest.ingest_file = lose_the_connection_first
+main(["--db", db, "ingest", log])
+"""
+
+
+@postgres_only
+def test_a_connection_lost_during_an_ingest_is_one_line(db):
+    """The server ends the ingest's connection (a restart, an administrator): the error is one
+    line, without the traceback SQLAlchemy's pool logged when it reset the dead connection."""
+    p = subprocess.run([sys.executable, "-c", _LOSE_THE_CONNECTION, db, str(F008)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr and "Exception during reset" not in p.stderr, p.stderr
+    assert p.stderr.strip().splitlines() == ["Error: ledger database error: the connection is lost"]

@@ -1,0 +1,115 @@
+"""Permission errors as a user who is not root, for real (issue 15, item 11): run as the user
+``ledgertest`` when the suite runs as root (CI), never skipped."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import REAL
+from nonroot import run_as_user, shared_folder, user_ids
+
+from ledger.db.connect import connect
+
+F008 = next(REAL.glob("008_*.log"))
+F005 = next(REAL.glob("005_*.log"))
+
+
+@pytest.fixture
+def folder():
+    with shared_folder() as path:
+        yield path
+
+
+def _owned_by_root_or_locked(path: Path, mode: int) -> None:
+    """``path`` with ``mode`` for everyone but its owner (root, or the tests' own user: then the
+    owner bits are taken away too)."""
+    path.chmod(mode if os.geteuid() == 0 else mode & 0o077)
+
+
+def _ledger(folder: Path, name: str = "ledger.db", journal: str | None = None) -> Path:
+    path = folder / name
+    from ledger.cli import main
+
+    try:
+        main(["--db", str(path), "ingest", str(F008)], standalone_mode=False)
+    except SystemExit:
+        pass
+    if journal:
+        con = sqlite3.connect(path)
+        con.execute(f"PRAGMA journal_mode = {journal}")
+        con.close()
+    path.chmod(0o644)
+    return path
+
+
+def test_the_suite_runs_these_as_a_user_who_is_not_root():
+    ids = user_ids()
+    r = run_as_user("--version")
+    assert r.exit_code == 0, r.output
+    assert ids is None or ids[0] != 0
+
+
+def test_a_ledger_in_a_folder_the_user_cannot_enter(folder):
+    """`ledger --db /root/x.db history` as a user: one line, no PermissionError traceback."""
+    locked = folder / "locked"
+    locked.mkdir()
+    _ledger(locked)
+    _owned_by_root_or_locked(locked, 0o700)
+    for command in (["history"], ["ingest", str(F008)], ["sql", "select 1"], ["db", "current"]):
+        r = run_as_user("--db", str(locked / "ledger.db"), *command)
+        assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+        assert "permission denied" in r.output.lower(), r.output
+    if os.geteuid() == 0:
+        r = run_as_user("--db", "/root/x.db", "history")
+        assert r.exit_code == 2 and "Traceback" not in r.output and "permission denied" in r.output.lower()
+
+
+@pytest.mark.parametrize("journal", [None, "DELETE"])
+def test_a_ledger_in_a_folder_the_user_cannot_write_can_be_read(folder, journal):
+    ro = folder / "ro"
+    ro.mkdir()
+    path = _ledger(ro, journal=journal)
+    _owned_by_root_or_locked(ro, 0o755)
+    before = path.read_bytes()
+    r = run_as_user("--db", str(path), "history", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[1].startswith("1,")
+    r = run_as_user("--db", str(path), "sql", "select count(*) as n from fact")
+    assert r.exit_code == 0 and r.stdout.split()[-1] != "0", r.output
+    assert path.read_bytes() == before
+
+
+def test_an_ingest_into_a_writable_file_in_a_read_only_folder_names_the_folder(folder):
+    ro = folder / "ro"
+    ro.mkdir()
+    path = _ledger(ro, journal="DELETE")
+    path.chmod(0o666)
+    _owned_by_root_or_locked(ro, 0o755)
+    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert f"folder {ro}" in r.output and "not writable" in r.output, r.output
+
+
+def test_a_read_only_ledger_file_is_said_so(folder):
+    path = _ledger(folder)
+    path.chmod(0o444)
+    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "read-only" in r.output, r.output
+
+
+def test_an_unreadable_log_is_said_so(folder):
+    log = folder / "locked.log"
+    log.write_bytes(F008.read_bytes())
+    log.chmod(0o600 if os.geteuid() == 0 else 0)
+    r = run_as_user("--db", str(folder / "l.db"), "ingest", str(log), str(F005), "--year", "2026")
+    assert r.exit_code == 2 and "permission denied" in r.output and "Traceback" not in r.output
+    ledger = connect(str(folder / "l.db"), mode="read", create=False)
+    try:
+        with ledger.engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT count(*) FROM boot").scalar() >= 1  # the next file was read
+    finally:
+        ledger.dispose()
