@@ -21,7 +21,7 @@ from pathlib import Path
 USER = "ledgertest"
 _PRELOAD = [
     "ledger.cli", "ledger.db.connect", "ledger.db.readonly", "ledger.db.migrate", "ledger.db.writes",
-    "ledger.db.staging", "ledger.db.models", "ledger.ingest", "ledger.queries", "ledger.output",
+    "ledger.db.staging", "ledger.db.models", "ledger.ingest", "ledger.queries",
     "ledger.reconcile", "ledger.verdicts", "ledger.showing", "ledger.copy", "ledger.render", "ledger.render.table",
     "ledger.render.terminal", "ledger.render.checks", "ledger.since", "ledger.diff", "ledger.runtime",
     "ledger.parsers", "ledger.parsers.packs", "ledger.parsers.pipeline", "ledger.parsers.fast.child",
