@@ -875,7 +875,7 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
 @main.group()
 def plot() -> None:
     """Charts in files, PNG or SVG by the suffix of -o (the charts of ledger serve's pages;
-    needs the 'serve' extra: pip install 'vllm-ledger[serve]')."""
+    needs matplotlib: pip install 'vllm-ledger[plot]', which the 'serve' extra includes)."""
 
 
 def _write_chart(make, output: str, db: str | None) -> None:
