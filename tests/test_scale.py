@@ -156,10 +156,9 @@ def test_export_streamed_as_json_is_the_list_it_was(every_fixture, cli):
 
 
 def test_export_streamed_as_csv_is_the_table_it_was(every_fixture, cli):
-    from ledger.render.table import render
-
     from ledger.db.connect import connect
     from ledger.queries import export
+    from ledger.render.table import render
 
     ledger = connect(every_fixture, mode="read")
     try:
