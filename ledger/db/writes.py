@@ -10,7 +10,6 @@ the whole input's digest on boots read from a stream, and deploy settings (``led
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,11 +18,7 @@ from ledger import parsers
 from ..errors import LedgerError
 from .columns import COLUMNS
 from .staging import (
-    FIGURE_SERIES,
     KIND_CODES,
-    PER_POSITION,
-    SERIES_COLUMNS,
-    STORED_FIGURES,
     STORED_SERIES,
     SampleSpool,
 )
@@ -210,24 +205,18 @@ def _supersede(writer: Writer, cur: Any, earlier: list[int], bid: int) -> None:
         cur.execute(f"DELETE FROM boot WHERE id = {q}", (old,))
 
 
-# the staged rows and the spool's batches are (kind, line, stamp, engine, *SERIES_COLUMNS): stored
-# as runtime_sample_row has them (models.RuntimeSampleRow): the kind as its number, the time as
-# seconds since 1970, the kind's numbers in figure_1, figure_2, … as integral
-# hundredths where that is exact
+# the staged rows and the spool's batches are (kind, line, stamp, engine, hundredths,
+# *STORED_FIGURES, per-position), the figures already as runtime_sample_row stores them
+# (models.RuntimeSampleRow; staging._spool_row): what is left is the time, seconds since 1970
 _INSERT_SAMPLE = ("INSERT INTO runtime_sample_row (boot_id, id, kind, line, logged_at_num, logged_at_text, engine, "
                   f"hundredths, {', '.join(STORED_SERIES)}) ")
 _EPOCH = dt.datetime(1970, 1, 1)
-# per kind, where each of figure_1, figure_2, … is in a spooled row's series (None: not the kind's)
-_FIGURE_AT = {kind: [SERIES_COLUMNS.index(series[i]) if i < len(series) else None
-                     for i in range(len(STORED_FIGURES))] for kind, series in FIGURE_SERIES.items()}
-_PER_POSITION_AT = SERIES_COLUMNS.index(PER_POSITION)
 
 
 def _sample_sql(boot_id: int, first_id: int, year: int | None, source: str) -> str:
-    """INSERT … SELECT of ``source``'s rows (seq, kind, line, stamp, engine, *SERIES_COLUMNS) —
-    the staging tables, attached to the writer's SQLite connection — into runtime_sample_row;
-    the conversions are those ``_sample_row`` makes."""
-    kind = "CASE kind " + " ".join(f"WHEN '{k}' THEN {code}" for k, code in KIND_CODES.items()) + " END"
+    """INSERT … SELECT of ``source``'s rows (seq, kind, line, stamp, engine, hundredths,
+    *STORED_SERIES) — the staging tables, attached to the writer's SQLite connection — into
+    runtime_sample_row; the time's conversion is the one ``_sample_row`` makes."""
     if year is not None:
         # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
         full = f"('{int(year):04d}-' || stamp)"
@@ -236,34 +225,21 @@ def _sample_sql(boot_id: int, first_id: int, year: int | None, source: str) -> s
         text = f"CASE WHEN NOT {real} THEN {full} END"
     else:
         num, text = "NULL", "CAST(NULL AS VARCHAR(32))"  # vLLM's stamps lack the year: no time without one
-    slots = []
-    for i, figure in enumerate(STORED_FIGURES):
-        cases = " ".join(f"WHEN '{k}' THEN {series[i]}" for k, series in FIGURE_SERIES.items() if i < len(series))
-        slots.append(f"CASE kind {cases} END AS {figure}")
-    exact = " AND ".join(f"({c} IS NULL OR ROUND({c} * 100) / 100.0 = {c})" for c in STORED_FIGURES)
-    scaled = ", ".join(f"CASE WHEN hundredths = 1 THEN ROUND({c} * 100) ELSE {c} END" for c in STORED_FIGURES)
-    return (_INSERT_SAMPLE + f"SELECT {int(boot_id)}, {int(first_id) - 1} + seq, {kind}, line, {num}, {text}, engine, "
-            f"hundredths, {scaled}, {PER_POSITION} "
-            f"FROM (SELECT f.*, CASE WHEN {exact} THEN 1 ELSE 0 END AS hundredths FROM ("
-            f"SELECT seq, kind, line, stamp, engine, {', '.join(slots)}, {PER_POSITION} FROM ({source}) AS staged"
-            f") AS f) AS t")
+    return (_INSERT_SAMPLE + f"SELECT {int(boot_id)}, {int(first_id) - 1} + seq, kind, line, {num}, {text}, engine, "
+            f"hundredths, {', '.join(STORED_SERIES)} FROM ({source}) AS staged")
 
 
 def _sample_row(boot_id: int, sample_id: int, year: int | None, row: tuple) -> tuple:
-    """A spooled row (kind, line, stamp, engine, *SERIES_COLUMNS) as runtime_sample_row stores it."""
-    kind, line, stamp, engine, *series = row
+    """A spooled row (kind, line, stamp, engine, hundredths, *STORED_SERIES) as
+    runtime_sample_row stores it."""
+    kind, line, stamp, engine, *stored = row
     num = text = None
     if year is not None and stamp is not None:
         text = f"{year:04d}-{stamp}"
         num = _seconds(text)
         if num is not None:
             text = None
-    figures = [None if i is None else series[i] for i in _FIGURE_AT[kind]]
-    hundredths = int(all(v is None or _in_hundredths(v) for v in figures))
-    if hundredths:
-        figures = [None if v is None else float(round(v * 100)) for v in figures]
-    return (boot_id, sample_id, KIND_CODES[kind], line, num, text, engine, hundredths, *figures,
-            series[_PER_POSITION_AT])
+    return (boot_id, sample_id, kind, line, num, text, engine, *stored)
 
 
 def _seconds(text: str) -> int | None:
@@ -276,11 +252,6 @@ def _seconds(text: str) -> int | None:
     if when.strftime("%Y-%m-%d %H:%M:%S") != text:
         return None
     return (when - _EPOCH) // dt.timedelta(seconds=1)
-
-
-def _in_hundredths(value: float) -> bool:
-    """Whether ``value`` comes back exactly as its integral hundredths divided by 100."""
-    return math.isfinite(value) and round(value * 100) / 100.0 == value
 
 
 def _next_sample_id(writer: Writer, cur: Any) -> int:
