@@ -491,18 +491,14 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
       ledger export --format csv > facts.csv
     """
     from .queries import iter_export
-    from .render import dumps, json_text
+    from .render import dumps, json_array_pieces
 
     # written as they are read: memory stays flat however many boots the ledger holds
     with _reading(db) as ledger:
         objs = iter_export(ledger, list(boots) or None)
-        if fmt == "json":  # json_text of the whole list, an object at a time
-            first = True
-            for o in objs:
-                click.echo(("[\n" if first else ",\n") + "\n".join("  " + line for line in json_text(o).split("\n")),
-                           nl=False)
-                first = False
-            click.echo("[]" if first else "\n]")
+        if fmt == "json":
+            for piece in json_array_pieces(objs):
+                click.echo(piece)
         elif fmt == "jsonl":
             for o in objs:
                 click.echo(dumps(o))

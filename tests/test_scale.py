@@ -155,6 +155,28 @@ def test_export_streamed_as_json_is_the_list_it_was(every_fixture, cli):
     assert cli("export", "--format", "jsonl").output == "".join(json.dumps(o) + "\n" for o in objs)
 
 
+def test_history_streamed_as_json_is_the_list_it_was(every_fixture, cli):
+    """``history --format json`` prints its rows as they are read, in the very layout
+    ``json_text`` gives the whole list (no comma left on a line of its own)."""
+    from ledger.db.connect import connect
+    from ledger.queries import history
+    from ledger.render import json_text
+
+    ledger = connect(every_fixture, mode="read")
+    try:
+        rows = history(ledger)
+    finally:
+        ledger.dispose()
+    assert len(rows) > 1
+    assert cli("history", "--format", "json").output == json_text(rows) + "\n"
+
+
+def test_no_boots_as_json_is_an_empty_array(db, cli):
+    cli("db", "upgrade")
+    assert cli("history", "--format", "json").output == "[]\n"
+    assert cli("export").output == "[]\n"
+
+
 def test_export_streamed_as_csv_is_the_table_it_was(every_fixture, cli):
     from ledger.db.connect import connect
     from ledger.queries import export

@@ -57,6 +57,23 @@ def json_text(obj: Any) -> str:
     return dumps(obj, indent=2)
 
 
+def json_array_pieces(objs: Iterable[Any]) -> Iterator[str]:
+    """``json_text(list(objs))`` a piece at a time, an object each (the pieces joined by
+    newlines are that text): a long array printed as it is read."""
+    held = None
+    for obj in objs:
+        if held is None:
+            yield "["
+        else:
+            yield held + ","
+        held = "\n".join("  " + line for line in json_text(obj).split("\n"))
+    if held is None:
+        yield "[]"
+    else:
+        yield held
+        yield "]"
+
+
 def jsonl_text(objs: Iterable[Any]) -> str:
     return "\n".join(dumps(o) for o in objs)
 
@@ -108,13 +125,8 @@ def rows_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[s
         for r in rows():
             yield dumps({c: r.get(c) for c in columns})
         return
-    if fmt == "json":  # json_text(list), an element at a time
-        first = True
-        for r in rows():
-            text = dumps({c: r.get(c) for c in columns}, indent=2)
-            yield ("[\n" if first else ",\n") + "\n".join("  " + line for line in text.split("\n"))
-            first = False
-        yield "[]" if first else "]"
+    if fmt == "json":
+        yield from json_array_pieces({c: r.get(c) for c in columns} for r in rows())
         return
     def shown() -> Iterator[dict[str, Any]]:
         return (human(r) for r in rows()) if human is not None and fmt in ("table", "markdown") else iter(rows())
