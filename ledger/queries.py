@@ -72,6 +72,21 @@ def resolve_deploys(session: Session, ref: str) -> list[m.Deploy]:
     return exact or found
 
 
+def one_deploy(session: Session, ref: str, by_id: bool = False) -> m.Deploy:
+    """The one deploy ``ref`` names: a commit or digest prefix or a label (``by_id``: its id
+    first, as ``ledger serve``'s links give it); an error for none or several."""
+    if by_id and ref.isdigit() and int(ref) <= MAX_FIGURE:
+        d = session.get(m.Deploy, int(ref))
+        if d is not None:
+            return d
+    deploys = resolve_deploys(session, ref)
+    if not deploys:
+        raise LedgerError(f"{ref}: no deploy by that {'id, ' if by_id else ''}commit, digest or label")
+    if len(deploys) > 1:
+        raise LedgerError(f"{ref}: names more than one deploy; give more of it")
+    return deploys[0]
+
+
 def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
     """``resolve_deploys``, or the error that no deploy goes by ``ref``."""
     deploys = resolve_deploys(session, ref)

@@ -20,7 +20,7 @@ from .db import models as m
 from .db.connect import Ledger
 from .db.writes import delete_boots, delete_deploy_settings, put_deploy_settings, set_deploy_label
 from .errors import LedgerError
-from .queries import deploy_name, deploys_named, latest_boot, resolve_boot
+from .queries import deploy_name, deploys_named, latest_boot, one_deploy, resolve_boot
 from .verdicts import (
     FAILING,
     CheckLine,
@@ -69,21 +69,16 @@ def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, d
     for key, value in pairs:
         if key == "kv_reference_boot":
             _same_group(ledger, d_id, name, int(value))
-    writer = ledger.writer()
-    try:
+    with ledger.writer() as writer:
         current = put_deploy_settings(writer, d_id, pairs)
-    finally:
-        writer.close()
     return name, current
 
 
 def _one_deploy(ledger: Ledger, ref: str) -> tuple[int, str]:
     """The id and name of the one deploy ``ref`` names."""
     with ledger.Session() as s:
-        deploys = deploys_named(s, ref)
-        if len(deploys) > 1:
-            raise LedgerError(f"{ref}: names more than one deploy; give more of it")
-        return deploys[0].id, deploy_name(deploys[0])
+        d = one_deploy(s, ref)
+        return d.id, deploy_name(d)
 
 
 def _same_group(ledger: Ledger, deploy: int, name: str, ref_boot: int) -> None:
@@ -107,11 +102,8 @@ def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[s
         if key not in SETTINGS:
             raise LedgerError(f"{key}: unknown setting (known: {', '.join(SETTINGS)})")
     d_id, name = _one_deploy(ledger, ref)
-    writer = ledger.writer()
-    try:
+    with ledger.writer() as writer:
         current = delete_deploy_settings(writer, d_id, keys)
-    finally:
-        writer.close()
     return name, current
 
 
@@ -121,11 +113,8 @@ def label_deploy(ledger: Ledger, ref: str, label: str) -> tuple[str, str]:
     if not label:
         raise LedgerError("a label cannot be empty")
     d_id, before = _one_deploy(ledger, ref)
-    writer = ledger.writer()
-    try:
+    with ledger.writer() as writer:
         set_deploy_label(writer, d_id, label)
-    finally:
-        writer.close()
     with ledger.Session() as s:
         after = deploy_name(s.get(m.Deploy, d_id))
     return before, after
@@ -148,11 +137,8 @@ def describe_boots(ledger: Ledger, refs: list[str]) -> list[str]:
 
 
 def remove_boots(ledger: Ledger, ids: list[int]) -> int:
-    writer = ledger.writer()
-    try:
+    with ledger.writer() as writer:
         return delete_boots(writer, ids)
-    finally:
-        writer.close()
 
 
 def list_deploys(ledger: Ledger) -> list[dict[str, Any]]:

@@ -58,6 +58,12 @@ class Writer:
     def close(self) -> None:
         self._close()
 
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
 
 _JSON = json.JSONEncoder(sort_keys=True, default=str)  # what json.dumps(value, sort_keys=True, default=str) builds each call
 

@@ -22,7 +22,7 @@ from ..db.connect import Ledger
 from ..diff import diff as diff_boots
 from ..diff import render_diff
 from ..errors import LedgerError
-from ..queries import deploy_name, history, resolve_boot, resolve_deploys, show
+from ..queries import deploy_name, history, one_deploy, resolve_boot, show
 from ..runtime import runtime_report
 from ..verdicts import FAILING, view_rows
 
@@ -81,25 +81,11 @@ def _deploy_obj(d: m.Deploy) -> dict[str, Any]:
             "label": d.label, "dirty": d.dirty}
 
 
-def _find_deploy(s: Any, ref: str) -> m.Deploy:
-    """A deploy by its id (the pages' links), else by commit/digest prefix or label."""
-    if ref.isdigit():
-        d = s.get(m.Deploy, int(ref))
-        if d is not None:
-            return d
-    found = resolve_deploys(s, ref)
-    if not found:
-        raise LedgerError(f"{ref}: no deploy by that id, commit, digest or label")
-    if len(found) > 1:
-        raise LedgerError(f"{ref}: names more than one deploy; give more of it")
-    return found[0]
-
-
 def deploy(ledger: Ledger, ref: str) -> dict[str, Any]:
     """A deploy, its settings and its boots (``history`` rows, newest first) with the figures
     the deploy chart draws."""
     with ledger.Session() as s:
-        d = _find_deploy(s, ref)
+        d = one_deploy(s, ref, by_id=True)
         obj = _deploy_obj(d)
         settings = {r.key: r.value for r in s.execute(
             select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id)).scalars()}
