@@ -119,40 +119,26 @@ def test_a_sample_whose_figures_are_not_whole_hundredths_is_stored_as_it_is(db, 
 
 def test_history_as_a_streamed_table_is_the_table_it_was(every_fixture, cli, monkeypatch):
     """``ledger history`` prints its table in two passes over the rows (widths, then chunks of
-    lines) as they are read: the same table ``rows_text`` makes of the whole list, however the
-    rows fall into chunks."""
+    lines) as they are read: the same table the layout of the whole list gives (``tabulate``
+    over every row at once, fitted to the width), however the rows fall into chunks."""
     import ledger.render
     from ledger.db.connect import connect
     from ledger.queries import HISTORY_COMPACT, HISTORY_HEADERS, history, humanize_history
-    from ledger.render import rows_text
+    from ledger.render.table import render
 
+    monkeypatch.setenv("COLUMNS", "80")
     ledger_ = connect(every_fixture, mode="read")
     try:
         rows = history(ledger_)
     finally:
         ledger_.dispose()
-    table = rows_text(rows, HISTORY_COMPACT, "table", human=humanize_history, headers=HISTORY_HEADERS,
-                      align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
-                      flexible=("deploy", "engine_version", "source_path"))
+    table = render([humanize_history(r) for r in rows], HISTORY_COMPACT, "table",
+                   align_right=("kv_tokens", "concurrency", "kv_memory", "weights"), width=80,
+                   flexible=("deploy", "engine_version", "source_path"), headers=HISTORY_HEADERS)
     assert len(rows) > 40
     for chunk in (ledger.render.STREAM_CHUNK, 7, 1):
         monkeypatch.setattr(ledger.render, "STREAM_CHUNK", chunk)
         assert cli("history").output == table + "\n"
-
-
-def test_export_streamed_as_json_is_the_list_it_was(every_fixture, cli):
-    import json
-
-    from ledger.db.connect import connect
-    from ledger.queries import export
-
-    ledger = connect(every_fixture, mode="read")
-    try:
-        objs = export(ledger)
-    finally:
-        ledger.dispose()
-    assert cli("export").output == json.dumps(objs, indent=2) + "\n"
-    assert cli("export", "--format", "jsonl").output == "".join(json.dumps(o) + "\n" for o in objs)
 
 
 def test_history_streamed_as_json_is_the_list_it_was(every_fixture, cli):

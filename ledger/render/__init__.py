@@ -94,18 +94,11 @@ def rows_text(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None, fmt
     """Rows in ``fmt``: json/jsonl/csv get the machine values; table and markdown get
     ``human(row)`` (figures with units and separators).  A table fits the terminal (cutting
     the ``flexible`` columns) and colours the ``coloured`` columns' verdicts and outcomes when
-    colour is on."""
-    from . import terminal
-    from .table import render
-
-    if fmt in ("table", "markdown") and human is not None:
-        rows = [human(r) for r in rows]
-    style = None
-    if fmt == "table" and coloured and terminal.colour():
-        def style(column: str, text: str) -> str:
-            return terminal.paint(text) if column in coloured else text
-    return render(rows, columns, fmt, align_right, width=terminal.width() if fmt == "table" else None,
-                  flexible=flexible, headers=headers, style=style)
+    colour is on.  (``rows_lines`` with every row at hand.)"""
+    rows = list(rows)
+    columns = list(columns or (rows[0].keys() if rows else []))
+    return "\n".join(rows_lines(lambda: rows, columns, fmt, human=human, align_right=align_right,
+                                flexible=flexible, headers=headers, coloured=coloured))
 
 
 STREAM_CHUNK = 500  # rows laid out at a time when a table is printed as it is read
@@ -119,7 +112,7 @@ def rows_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[s
     time, the same text.  ``rows()`` gives the rows again each time it is called: csv, jsonl,
     json and markdown read them once, a table twice (its column widths, then its lines)."""
     from . import terminal
-    from .table import cell, render
+    from .table import cell, clip, fit_widths, render
 
     if fmt == "jsonl":
         for r in rows():
@@ -148,8 +141,6 @@ def rows_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[s
         for i, c in enumerate(columns):
             widest[i] = max(widest[i], len(cell(r.get(c))))
     flex = [(headers or {}).get(c, c) for c in flexible]
-    from .table import clip, fit_widths
-
     widths = fit_widths(names, [["x" * w for w in widest]], terminal.width(), flex) or widest
     style = None
     if coloured and terminal.colour():
