@@ -2,8 +2,8 @@
 as root (root reads and writes anything).  As root (CI), the command runs in a forked child
 that drops to the user ``ledgertest`` (created here with ``useradd`` if missing; ``.ci/run``
 creates it too); as anyone else, in a forked child as that user.  The child imports what the
-commands use before it drops its rights: the interpreter may live where the user cannot read
-(pyenv under /root)."""
+commands use before it drops its rights, and the new ledger's schema: the interpreter and the
+package may live where the user cannot read (pyenv under /root, a clone in a private folder)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,12 @@ def run_as_user(*args: str) -> Result:
                     importlib.import_module(name)
                 except ImportError:
                     pass
+            # the package's own data too: a new ledger's schema is read from a file beside the
+            # code, which may also sit where the user cannot read (a clone in a private folder)
+            from ledger.db import sqlite as ledger_sqlite
+
+            template = ledger_sqlite.sqlite_template()
+            ledger_sqlite.sqlite_template = lambda: template
             if ids is not None:
                 os.setgroups([])
                 os.setgid(ids[1])
