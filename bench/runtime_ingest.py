@@ -79,9 +79,8 @@ def main() -> None:
     args = ap.parse_args()
     shutil.which("ledger") or sys.exit("install ledger first (pip install .)")
     sys.path.insert(0, str(ROOT))
-    from ledger.parsers.fast.scanner import available_engines
-
     from ledger import parsers
+    from ledger.parsers.fast.scanner import available_engines
 
     engines = args.engine or available_engines()[:1]
     for engine in engines:

@@ -1,7 +1,7 @@
 """The reconciliation views read back: their rows, each boot's verdicts, and the lines
 ``ledger check`` and ``ledger show`` print for them.
 
-The arithmetic lives in SQL views (``migrations/versions/0002_*``) so that ``sqlite3``, pandas
+The arithmetic lives in SQL views (``ledger/migrations/versions/0002_*``) so that ``sqlite3``, pandas
 and Datasette see the same numbers; ``VIEWS`` names them, here only.
 """
 

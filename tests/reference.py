@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ledger import parsers
 from ledger.parsers.boots import BootAssembler
 from ledger.parsers.items import Counts, End, Header, LineHit
 from ledger.parsers.lines import parse_line
 from ledger.parsers.source import excerpt_header_end
-
-from ledger import parsers
 
 
 def reference_boots(path: Path, rules: parsers.RuleSet, year: int) -> list[parsers.Boot]:

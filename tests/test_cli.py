@@ -291,9 +291,8 @@ def test_every_command_has_help_with_an_example(cli, command):
 
 
 def test_version(cli):
-    from ledger.parsers.fast.scanner import available_engines
-
     from ledger import __version__
+    from ledger.parsers.fast.scanner import available_engines
 
     engine = available_engines()[0]
     assert cli("--version").output.strip().startswith(f"ledger, version {__version__} (scan engine: {engine}")
@@ -330,8 +329,11 @@ def test_ingest_json_prints_the_export_objects_of_the_stored_boots(db, cli):
 
 
 def test_parsers_import_no_database_pandas_or_click():
-    code = ("import sys, parsers; parsers.parse_text('INFO 01-01 00:00:00 [a.py:1] GPU KV cache size: 1 tokens\\n');"
-            "bad = [m for m in ('sqlalchemy', 'pandas', 'click', 'ledger') if m in sys.modules]; print(bad)")
+    code = ("import sys; from ledger import parsers;"
+            "parsers.parse_text('INFO 01-01 00:00:00 [a.py:1] GPU KV cache size: 1 tokens\\n');"
+            "bad = [m for m in ('sqlalchemy', 'pandas', 'click') if m in sys.modules];"
+            "bad += [m for m in sys.modules if m.startswith('ledger.') and not m.startswith('ledger.parsers')];"
+            "print(bad)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.strip() == "[]", r.stderr
 

@@ -8,7 +8,7 @@ import re
 from conftest import ROOT
 
 _CITING = [*ROOT.glob("*.md"), *ROOT.glob("docs/*.md"), ROOT / "pyproject.toml",
-           *(path for folder in ("parsers", "ledger", "migrations", "tests", "bench")
+           *(path for folder in ("ledger", "tests", "bench")
              for pattern in ("*.py", "*.toml", "*.md") for path in (ROOT / folder).rglob(pattern))]
 # the notes the project started from live beside the repository, not in it
 _OUTSIDE = re.compile(r"\.\./shared\b|\bshared/(?:reference|facts|design|corpus|seeds)")

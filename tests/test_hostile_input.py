@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import REAL, ROOT
 from dbutil import rows, sqlite_only
-from ledger.parsers.units import UnitError, parse_number, quantity
 
 from ledger import parsers
+from ledger.parsers.units import UnitError, parse_number, quantity
 
 F008 = next(REAL.glob("008_*.log"))
 F005 = next(REAL.glob("005_*.log"))

@@ -2,6 +2,7 @@
 message is what is left."""
 
 from conftest import REAL
+
 from ledger.parsers.lines import parse_line, rank_of
 
 V1 = "(Worker_TP1 pid=147) INFO 05-14 00:04:17 [gpu_worker.py:460] Available KV cache memory: 15.72 GiB"

@@ -10,9 +10,9 @@ import time
 
 import pytest
 from conftest import SYNTH
-from ledger.parsers.packs import PackError, load_pack, pack_rules
 
 from ledger import parsers
+from ledger.parsers.packs import PackError, load_pack, pack_rules
 
 RESTART = SYNTH / "journald-restart-capture-oom-then-ready.log"
 

@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 from conftest import ROOT
-from ledger.parsers.packs import PackError, check, discover, load_pack, longest_literal, pack_rules
 
 from ledger import parsers
+from ledger.parsers.packs import PackError, check, discover, load_pack, longest_literal, pack_rules
 
 RADIANCE = ROOT / "fixtures" / "radiance"
 FP8 = RADIANCE / "fp8-3x200k-ready.log"
@@ -150,7 +150,7 @@ def test_two_packs_with_one_name_are_refused(tmp_path, monkeypatch):
 
 
 def test_check_counts_matches_and_lists_unclaimed_lines():
-    report = check(load_pack(ROOT / "parsers" / "packs" / "radiance.toml"), [str(FP8), str(REAL021)])
+    report = check(load_pack(ROOT / "ledger" / "parsers" / "packs" / "radiance.toml"), [str(FP8), str(REAL021)])
     counts = [h.count for h in report.hits]
     assert counts == [2, 1, 1, 1, 1, 1]
     assert report.hits[2].first[1:] == (15, {"expert_arena_slots": "6,499 slots",

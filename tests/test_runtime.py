@@ -128,9 +128,8 @@ def test_stdin_stores_each_boot_as_it_completes(db):
 
 
 def test_the_spool_spills_to_disk_and_gives_everything_back():
-    from ledger.parsers import RuntimeSample
-
     from ledger.db.staging import SampleSpool, Staging
+    from ledger.parsers import RuntimeSample
 
     spool = SampleSpool(Staging(None))
     spool.LIMIT = 10

@@ -18,7 +18,7 @@ VIEWS = ["boot_figures", "boot_kv", "kv_cost_per_token", "kv_reference", "kv_rec
 
 def _first_definitions() -> list[tuple[str, str]]:
     """The views as migration 0002 created them, renamed old_<view> and made temporary."""
-    spec = importlib.util.spec_from_file_location("m0002", ROOT / "migrations" / "versions" / "0002_reconciliation.py")
+    spec = importlib.util.spec_from_file_location("m0002", ROOT / "ledger" / "migrations" / "versions" / "0002_reconciliation.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = []

@@ -10,6 +10,9 @@ import pytest
 from conftest import ROOT
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from reference import reference_boots
+
+from ledger import parsers
 from ledger.parsers.fast.child import ChildScan
 from ledger.parsers.fast.options import ScanOptions
 from ledger.parsers.fast.scanner import LineScanner, available_engines
@@ -17,9 +20,6 @@ from ledger.parsers.items import RuntimeRun
 from ledger.parsers.lines import fast_line
 from ledger.parsers.rules import RuleSet
 from ledger.parsers.vllm import BUILTIN_RULES
-from reference import reference_boots
-
-from ledger import parsers
 
 FIXTURES = sorted((ROOT / "fixtures").glob("*/*.log"))
 

@@ -1,4 +1,4 @@
-"""The schema is spelled once, in ledger/db/models.py: the migrations, migrations/head_sqlite.sql
+"""The schema is spelled once, in ledger/db/models.py: the migrations, ledger/migrations/head_sqlite.sql
 and the column lists the writes use (ledger/db/columns.py) must agree with it.  After a change
 to the models: a migration (`alembic revision --autogenerate` drafts it), then
 `python -m ledger.db.schema`."""
@@ -45,9 +45,8 @@ def test_the_column_lists_name_every_column_of_every_table():
 def test_every_runtime_series_of_the_vocabulary_has_a_stored_column():
     """Each kind's figures fit runtime_sample_row's figure_1, figure_2, …; the one series that
     is not a number (spec decode's per-position list) has its own column."""
-    from ledger.parsers.vocabulary import RUNTIME_KIND_SERIES
-
     from ledger.db.staging import FIGURE_SERIES, PER_POSITION, STORED_FIGURES, STORED_SERIES
+    from ledger.parsers.vocabulary import RUNTIME_KIND_SERIES
 
     for kind, series in RUNTIME_KIND_SERIES.items():
         assert len(FIGURE_SERIES[kind]) <= len(STORED_FIGURES), kind

@@ -57,7 +57,7 @@ def _schema(path) -> list[tuple]:
 
 
 def test_a_new_ledger_from_the_template_is_what_the_migrations_build(tmp_path):
-    """New SQLite ledgers are built from migrations/head_sqlite.sql, not by running each
+    """New SQLite ledgers are built from ledger/migrations/head_sqlite.sql, not by running each
     migration; after a new migration, `python -m ledger.db.schema` writes the file again."""
     from alembic import command
     from sqlalchemy import create_engine

@@ -1,6 +1,7 @@
 """The unit converter: printed figures to bytes, seconds and counts, with precision."""
 
 import pytest
+
 from ledger.parsers import units
 
 

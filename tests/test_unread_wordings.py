@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from conftest import ROOT
+
 from ledger.parsers.packs import Pack, check, load_pack
 
 # a figure in a unit of facts.md, or an exception stated ("RuntimeError: …", "SystemExit:")
@@ -69,7 +70,7 @@ UNREAD = {
 }
 
 LOGS = [p for p in sorted((ROOT / "fixtures").glob("*/*.log")) if p.parent.name != "sglang"]
-RADIANCE = load_pack(ROOT / "parsers" / "packs" / "radiance.toml")
+RADIANCE = load_pack(ROOT / "ledger" / "parsers" / "packs" / "radiance.toml")
 NO_PACK = Pack("none", "the built-in grammar alone", ROOT, "test")
 
 

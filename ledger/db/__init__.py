@@ -9,7 +9,7 @@
 * ``migrate``: Alembic (the schema revision, upgrades with a backup, refusing newer ledgers).
 * ``sqlite``: a SQLite file's settings, the head schema a new file is built from, backups.
 * ``models``: the schema, spelled once; ``columns`` (generated from it by
-  ``python -m ledger.db.schema``, with ``migrations/head_sqlite.sql``) is what the writes use.
+  ``python -m ledger.db.schema``, with ``ledger/migrations/head_sqlite.sql``) is what the writes use.
 * ``writer`` (the DB-API connection every write goes through), ``writes`` (boots, deploy
   settings), ``staging`` (runtime samples waiting for their boot's transaction).
 * ``readonly``: ``ledger sql``, one statement on a connection that cannot write.

@@ -1,6 +1,6 @@
 """The ledger's tables as SQLAlchemy 2 typed declarative models: the schema, spelled once.
 
-Alembic (``migrations/``) creates and changes a ledger's tables to match these classes (a test
+Alembic (``ledger/migrations/``) creates and changes a ledger's tables to match these classes (a test
 compares the migrated schema to them; ``alembic revision --autogenerate`` drafts the next
 migration from them); ``python -m ledger.db.schema`` derives from them the column lists the
 writes use and a new SQLite file's schema.  Column names follow the fact vocabulary.
@@ -222,7 +222,7 @@ class BootRuntime(Base):
     last_sample_id: Mapped[int | None] = mapped_column(Integer, index=True)
 
 
-# The runtime_sample view (migrations/versions/0004_*): the columns the table had, every figure
+# The runtime_sample view (ledger/migrations/versions/0004_*): the columns the table had, every figure
 # as printed; what the queries read samples through (``RuntimeSample.c.kind == "engine_stats"``).
 RUNTIME_SAMPLE_COLUMNS = ("id", "boot_id", "kind", "line", "logged_at", "engine", *RUNTIME_SERIES)
 RuntimeSample = table("runtime_sample", *[column(c) for c in RUNTIME_SAMPLE_COLUMNS])

@@ -7,7 +7,7 @@ because the ingest must not import SQLAlchemy or Alembic to use them:
 
 * ``ledger/db/columns.py``: every table's columns in the models' order, and the head revision —
   what the writes name in their INSERTs and the order of the tuples they bind;
-* ``migrations/head_sqlite.sql``: a new SQLite ledger at the head revision, as the migrations
+* ``ledger/migrations/head_sqlite.sql``: a new SQLite ledger at the head revision, as the migrations
   build it (tables, indexes and the views), so that a new file is the same, byte for byte in
   ``sqlite_master``, as an upgraded one.
 

@@ -3,7 +3,7 @@
 What both ways of opening a SQLite ledger share (``connect``: SQLAlchemy for the queries and
 migrations, or the sqlite3 module alone for the ingest): the checks on a path before it is
 opened, the connection settings (WAL, foreign keys, a busy timeout), the schema a new file is
-built with (``migrations/head_sqlite.sql``), how to read a file's revision, and the backup
+built with (``ledger/migrations/head_sqlite.sql``), how to read a file's revision, and the backup
 taken before an upgrade.
 """
 
@@ -22,11 +22,10 @@ SQLITE_TEMPLATE = "head_sqlite.sql"
 
 
 def migrations_dir() -> Path:
-    """Where Alembic's scripts are: ``ledger/migrations`` in a wheel, ``migrations/`` in the repo."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "migrations", package.parent / "migrations"):
-        if (candidate / "env.py").is_file():
-            return candidate
+    """Where Alembic's scripts are: the ``ledger.migrations`` package, beside ``ledger.db``."""
+    candidate = Path(__file__).resolve().parent.parent / "migrations"
+    if (candidate / "env.py").is_file():
+        return candidate
     raise LedgerError("ledger's migrations are missing from this installation")
 
 
