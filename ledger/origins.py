@@ -326,7 +326,7 @@ def _journal_line(raw: bytes) -> tuple[str | None, bytes] | None:
     else:
         return None
     try:
-        micros = int(entry.get("__REALTIME_TIMESTAMP"))
+        micros = int(str(entry.get("__REALTIME_TIMESTAMP")))
         when = dt.datetime.fromtimestamp(micros / 1e6, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{micros % 1_000_000:06d}Z"
     except (TypeError, ValueError, OverflowError, OSError):
         when = ""
