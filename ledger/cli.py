@@ -297,6 +297,8 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         for i, path in enumerate(logs or [None]):
             if origin is not None:
                 shown = origin.source_name
+                for warning in origin.warnings:
+                    click.echo(f"warning: {shown}: {warning}", err=True)
                 result = ingest_origin(writer, origin, info, rules, year=year,
                                        boot_time_repo=repo if at_boot_time else None)
                 progress = None

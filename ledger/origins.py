@@ -63,6 +63,7 @@ class Origin:
     since: str | None = None  # passed to journalctl (a unit)
     until: str | None = None
     journal: list[str] = field(default_factory=list)  # journalctl's --file / --directory (a unit)
+    warnings: list[str] = field(default_factory=list)  # what the reading could not tell (said, not fatal)
     _invocation: str | None = field(default=None, repr=False)  # the unit's current invocation
     _runs: int = field(default=0, repr=False)
 
@@ -246,6 +247,10 @@ def _container(rt: str, exe: str, c: dict[str, Any]) -> Origin:
     origin = Origin(kind="container", name=name, source_name=f"container:{name}@{cid[:12]}", executable=exe,
                     runtime=rt, ident=cid or name, image=digest or image_id, facts=facts)
     origin.run_ends = _run_ends(origin, str(c.get("Created") or ""))
+    restarts = c.get("RestartCount")
+    if isinstance(restarts, int) and len(origin.run_ends) < restarts:
+        origin.warnings.append(f"restarted {restarts} times, but {rt} events name {len(origin.run_ends)} run ends: "
+                               f"the runs without one are told apart by their start-up lines alone")
     return origin
 
 
