@@ -860,6 +860,48 @@ def deploy_label(deploy_ref: str, new_label: str, db: str | None) -> None:
     click.echo(f"{old} -> {new}")
 
 
+@deploy.command("move")
+@click.argument("refs", nargs=-1, required=True, metavar="BOOT... [DEPLOY]")
+@click.option("--commit", help="Move to the deploy of this commit (created if the ledger has none).")
+@click.option("--image", help="... and this image digest (sha256:<64 hex>).")
+@click.option("--label", help="... labelled so (a new deploy), or checked against its label.")
+@click.option("--relabel", is_flag=True, help="Let --label rename the deploy that --commit/--image name.")
+@db_option
+def deploy_move(refs: tuple[str, ...], commit: str | None, image: str | None, label: str | None, relabel: bool,
+                db: str | None) -> None:
+    """Give boots another deploy: fix a boot ingested with no identity, or with the wrong one.
+
+    The last argument is the deploy (deploy:N as deploy list shows it, a label, a commit or
+    digest prefix) unless --commit / --image name it instead.  All the boots move in one
+    transaction, or none; their verdicts, group references and the web view follow them.
+
+    \b
+    Examples:
+      ledger deploy move 7 8 deploy:3
+      ledger deploy move 7 qwen-fp8
+      ledger deploy move 7 8 --commit 4f1c2e9 --image sha256:7923b480... --label qwen-fp8
+    """
+    from .db.writes import DeployInfo
+    from .reconcile import move_to_deploy
+
+    by_identity = commit is not None or image is not None
+    if commit is not None and not _COMMIT.match(commit):
+        raise LedgerError(f"--commit {commit}: expected a hex sha of 7 to 64 digits")
+    if image and not _DIGEST.match(image):
+        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
+    if (label or relabel) and not by_identity:
+        raise LedgerError("--label and --relabel go with --commit/--image (to rename a deploy: ledger deploy label)")
+    boots, target = (list(refs), None) if by_identity else (list(refs[:-1]), refs[-1])
+    if not boots:
+        raise LedgerError("give the boots to move and the deploy: ledger deploy move BOOT... DEPLOY")
+    info = DeployInfo(commit.lower() if commit else None, image, label, None, relabel) if by_identity else None
+    with _writing(db) as ledger:
+        report = move_to_deploy(ledger, boots, target, info)
+    for moved in report["from"]:
+        ids = ", ".join(map(str, moved["boots"]))
+        click.echo(f"boot{'s' if len(moved['boots']) != 1 else ''} {ids}: {moved['deploy']} -> {report['deploy']}")
+
+
 @deploy.command("list")
 @format_option()
 @db_option

@@ -44,6 +44,8 @@ def resolve_boot(session: Session, ref: str) -> m.Boot:
         if boot is not None:
             return boot
     deploys = resolve_deploys(session, ref)
+    if not deploys and deploy_ref(ref) is not None:
+        raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
         raise LedgerError(f"{ref}: no boot or deploy by that id, commit, digest or label")
     if len(deploys) > 1:
@@ -100,6 +102,8 @@ def one_deploy(session: Session, ref: str, by_id: bool = False) -> m.Deploy:
         if d is not None:
             return d
     deploys = resolve_deploys(session, ref)
+    if not deploys and deploy_ref(ref) is not None:
+        raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
         raise LedgerError(f"{ref}: no deploy by that {'id, ' if by_id else ''}commit, digest or label")
     if len(deploys) > 1:
@@ -110,6 +114,8 @@ def one_deploy(session: Session, ref: str, by_id: bool = False) -> m.Deploy:
 def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
     """``resolve_deploys``, or the error that no deploy goes by ``ref``."""
     deploys = resolve_deploys(session, ref)
+    if not deploys and deploy_ref(ref) is not None:
+        raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
         raise LedgerError(f"{ref}: no deploy by that commit, digest or label")
     return deploys

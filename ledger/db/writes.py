@@ -482,6 +482,42 @@ def set_deploy_label(writer: Writer, deploy: int, label: str) -> None:
     retrying(write)
 
 
+def move_boots(writer: Writer, boot_ids: list[int], target: int | DeployInfo) -> tuple[int, dict[int, list[int]]]:
+    """Give boots another deploy, all in one transaction (or none: a missing boot or deploy
+    is refused).  ``target``: a deploy id, or the identity of a deploy, created if the ledger
+    has none (its ``--label`` refused if that deploy is labelled otherwise).  What hangs on the
+    deploy follows the boots: settings, verdicts and pinned references are read through
+    ``boot.deploy_id`` (the views), so nothing else is rewritten.  The deploy's id, and per
+    deploy the moved boots that came from it."""
+    q = writer.mark
+    ids = sorted(set(boot_ids))
+    marks = ", ".join([q] * len(ids))
+
+    def write() -> tuple[int, dict[int, list[int]]]:
+        with writer.transaction() as cur:
+            cur.execute(f"SELECT id, deploy_id FROM boot WHERE id IN ({marks})", ids)
+            found = dict(cur.fetchall())
+            missing = [b for b in ids if b not in found]
+            if missing:
+                raise LedgerError(f"no boot {', '.join(map(str, missing))} in the ledger; nothing moved")
+            if isinstance(target, int):
+                cur.execute(f"SELECT id FROM deploy WHERE id = {q}", (target,))
+                if cur.fetchone() is None:
+                    raise LedgerError(f"deploy:{target}: no such deploy; nothing moved")
+                deploy = target
+            else:
+                deploy = deploy_id(writer, cur, target.identity(), {
+                    "commit_sha": target.commit, "image_digest": target.image, "label": target.label,
+                    "dirty": target.dirty, "created_at": _now()}, target.label, target.relabel)
+            origins: dict[int, list[int]] = {}
+            for bid in ids:
+                origins.setdefault(found[bid], []).append(bid)
+            cur.execute(f"UPDATE boot SET deploy_id = {q} WHERE id IN ({marks})", [deploy, *ids])
+            return deploy, origins
+
+    return retrying(write)
+
+
 # every table that holds a boot's rows: the tables with a boot_id column (from the models)
 BOOT_CHILDREN = tuple(table for table, cols in COLUMNS.items() if "boot_id" in cols)
 
