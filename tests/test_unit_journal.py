@@ -99,3 +99,11 @@ def test_the_same_unit_again_stores_nothing(journal, db, cli):
 def test_a_unit_with_no_entries_is_one_line(journal, db, cli):
     r = cli("ingest", "--unit", "other.service", "--journal-file", str(journal))
     assert r.exit_code == 2 and r.output == "Error: unit:other.service: is empty\n"
+
+
+def test_copy_keeps_a_boots_origin(journal, db, cli, tmp_path):
+    cli("ingest", "--unit", "vllm.service", "--journal-file", str(journal))
+    other = str(tmp_path / "other.db")
+    assert cli("copy", db, other).exit_code == 0
+    assert [b["origin"] for b in json.loads(cli("export", "--db", other).output)] == [
+        {"origin": "unit", "unit": "vllm.service", "run": "1"}, {"origin": "unit", "unit": "vllm.service", "run": "2"}]
