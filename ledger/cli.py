@@ -145,6 +145,8 @@ def main(db: str | None) -> None:
 
     \b
     Examples:
+      ledger ingest --container vllm --label fp8-4slot --repo ~/deploy
+      ledger ingest --unit vllm.service --since 2026-11-01
       ledger ingest boot.log --label fp8-4slot --repo ~/deploy
       ledger history --since 7d
       ledger show 3

@@ -53,7 +53,7 @@ def _rootfs(folder: Path) -> Path:
 def image(tmp_path_factory):
     """The test image (its OCI labels set), or a skip saying why podman cannot run here."""
     if PODMAN is None:
-        pytest.skip("podman is not installed (as root: bash ../shared/tools/podman-here.sh)")
+        pytest.skip("podman is not installed (as root: bash shared/tools/podman-here.sh)")
     if not all(Path(p).exists() for p in ("/bin/dash", "/lib64/ld-linux-x86-64.so.2",
                                             "/lib/x86_64-linux-gnu/libc.so.6")):
         pytest.skip("no x86-64 Debian dash and loader to build the test image from")
@@ -67,7 +67,7 @@ def image(tmp_path_factory):
     probe = _podman("run", "--rm", IMAGE, "/bin/cat", "/log/008.log", check=False)
     if probe.returncode != 0:
         _podman("rmi", "-f", IMAGE, check=False)
-        pytest.skip(f"podman cannot run a container here (as root: bash ../shared/tools/podman-here.sh): "
+        pytest.skip(f"podman cannot run a container here (as root: bash shared/tools/podman-here.sh): "
                     f"{(probe.stderr.strip().splitlines() or ['?'])[-1]}")
     yield IMAGE
     names = _podman("ps", "-a", "--filter", f"name={TAG}", "--format", "{{.Names}}", check=False).stdout.split()
