@@ -258,7 +258,7 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
     # ledger opens (they are what the imports below cost)
     from .ingest import start_parse
 
-    started = start_parse(logs[0], rules, year) if logs[0] != "-" and not at_boot_time else None
+    started = start_parse(logs[0], rules, year) if logs[0] != "-" else None
     try:
         _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started, relabel, at_boot_time)
     finally:
