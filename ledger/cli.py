@@ -252,7 +252,11 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
             origin = journal_origin(unit, list(journal_files), journal_dir, journal_since, journal_until)  # type: ignore[arg-type]
         else:
             origin = unit_origin(unit, journal_since, journal_until)  # type: ignore[arg-type]
-        _ingest_all((), commit, image, label, repo, year, rules, fmt, db, None, relabel, at_boot_time, origin)
+        from .ingest import origin_log
+
+        with origin_log(origin) as log:
+            _ingest_all((), commit, image, label, repo, year, rules, fmt, db, None, relabel, at_boot_time,
+                        origin, log)
         return
     # the first input starts now: the parser reads it while the ledger's modules load and the
     # ledger opens (they are what the imports below cost)
@@ -268,7 +272,8 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
 
 def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
                 repo: str | None, year: int | None, rules: Any, fmt: str, db: str | None,
-                started: Any, relabel: bool = False, at_boot_time: bool = False, origin: Any = None) -> None:
+                started: Any, relabel: bool = False, at_boot_time: bool = False, origin: Any = None,
+                log: Any = None) -> None:
     from .db.connect import open_writer
     from .db.writes import DeployInfo, check_label, deploy_names
     from .ingest import at_boot_time as per_boot_commit
@@ -301,7 +306,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 shown = origin.source_name
                 for warning in origin.warnings:
                     click.echo(f"warning: {shown}: {warning}", err=True)
-                result = ingest_origin(writer, origin, info, rules, year=year,
+                result = ingest_origin(writer, origin, log, info, rules, year=year,
                                        boot_time_repo=repo if at_boot_time else None)
                 progress = None
             else:

@@ -4,7 +4,8 @@ transaction, and report what happened per file (one bad file does not stop the o
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -121,35 +122,45 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
     return result
 
 
-def ingest_origin(writer: Writer, origin: Origin, info: DeployInfo, rules: RuleSet | None = None,
-                  year: int | None = None, on_stored: Callable[[int, parsers.Boot], None] | None = None,
-                  boot_time_repo: str | None = None) -> FileResult:
-    """Read a container's or a unit's whole log (``ledger.origins``) and store it as one input
-    named ``origin.source_name``: each run of the container (each invocation of the unit) is
-    a boot of its own; every boot carries the origin's facts and its run's number
-    (``boot_origin``); the deploy's image is the container's unless ``info`` names one.
-    ``boot_time_repo``: a deploy repo whose commit at each boot's start is that boot's
-    (``commit_at``)."""
+@contextmanager
+def origin_log(origin: Origin) -> Iterator[tuple[str, list[int]]]:
+    """A container's or a unit's whole log (``ledger.origins.write_log``) in a temporary file,
+    read before the ledger is opened (a runtime that fails leaves no ledger behind): the
+    file's path and the lines at which a run after the first begins."""
     import tempfile
 
-    from .db.writes import DeployInfo
     from .origins import write_log
 
-    base = DeployInfo(info.commit, info.image or origin.image, info.label, info.dirty, info.relabel)
     with tempfile.NamedTemporaryFile(prefix="ledger-origin-", suffix=".log") as f:
         starts = write_log(origin, f)
         f.flush()
+        yield f.name, starts
 
-        def per_boot(boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
-            run = sum(1 for n in starts if n <= boot.first_line) + 1
-            facts = {**origin.facts, "run": str(run)}
-            if boot_time_repo is None:
-                return base, facts
-            return DeployInfo(commit_at(boot_time_repo, boot.started_at), base.image, base.label, None,
-                              base.relabel), facts
 
-        return ingest_file(writer, f.name, info, rules, year, on_stored, per_boot=per_boot,
-                           name=origin.source_name, run_starts=starts)
+def ingest_origin(writer: Writer, origin: Origin, log: tuple[str, list[int]], info: DeployInfo,
+                  rules: RuleSet | None = None, year: int | None = None,
+                  on_stored: Callable[[int, parsers.Boot], None] | None = None,
+                  boot_time_repo: str | None = None) -> FileResult:
+    """Store a container's or a unit's log (``origin_log``) as one input named
+    ``origin.source_name``: each run of the container (each invocation of the unit) is a boot
+    of its own; every boot carries the origin's facts and its run's number (``boot_origin``);
+    the deploy's image is the container's unless ``info`` names one.  ``boot_time_repo``: a
+    deploy repo whose commit at each boot's start is that boot's (``commit_at``)."""
+    from .db.writes import DeployInfo
+
+    path, starts = log
+    base = DeployInfo(info.commit, info.image or origin.image, info.label, info.dirty, info.relabel)
+
+    def per_boot(boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
+        run = sum(1 for n in starts if n <= boot.first_line) + 1
+        facts = {**origin.facts, "run": str(run)}
+        if boot_time_repo is None:
+            return base, facts
+        return DeployInfo(commit_at(boot_time_repo, boot.started_at), base.image, base.label, None,
+                          base.relabel), facts
+
+    return ingest_file(writer, path, info, rules, year, on_stored, per_boot=per_boot,
+                       name=origin.source_name, run_starts=starts)
 
 
 def at_boot_time(repo: str, info: DeployInfo) -> PerBoot:

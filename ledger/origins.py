@@ -118,8 +118,10 @@ def write_log(origin: Origin, out: IO[bytes]) -> list[int]:
     assert proc.stdout is not None
     starts: list[int] = []
     run, number = 0, 0
+    last = b""  # a container's runtime says why it failed on the stream it shares with the log
     try:
         for raw in proc.stdout:
+            last = raw
             this = origin.run_of(raw)
             for line in origin.text_lines([raw]):
                 number += 1
@@ -131,7 +133,9 @@ def write_log(origin: Origin, out: IO[bytes]) -> list[int]:
         err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
         code = proc.wait()
     if code != 0:
-        raise LedgerError(f"{' '.join(origin.argv(False)[:2])} {origin.name}: {_first_line(err) or f'exit {code}'}")
+        said = _first_line(err) or _first_line(last.decode("utf-8", "replace")) or f"exit {code}"
+        tool = origin.runtime or "journalctl"
+        raise LedgerError(f"{origin.source_name}: {tool} could not read the log: {said}")
     return starts
 
 

@@ -107,3 +107,12 @@ def test_copy_keeps_a_boots_origin(journal, db, cli, tmp_path):
     assert cli("copy", db, other).exit_code == 0
     assert [b["origin"] for b in json.loads(cli("export", "--db", other).output)] == [
         {"origin": "unit", "unit": "vllm.service", "run": "1"}, {"origin": "unit", "unit": "vllm.service", "run": "2"}]
+
+
+def test_a_journal_journalctl_cannot_read_is_one_line_and_no_ledger(journal, cli, tmp_path):
+    ledger = tmp_path / "new.db"
+    r = cli("ingest", "--unit", "vllm.service", "--journal-file", str(tmp_path / "missing.journal"), "--db", str(ledger))
+    assert r.exit_code == 2
+    assert r.output == "Error: unit:vllm.service: journalctl could not read the log: Failed to open files: No such " \
+                       "file or directory\n"
+    assert not ledger.exists()
