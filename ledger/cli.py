@@ -291,6 +291,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
     failed = 0
     as_json = fmt != "table"
     stored_ids: list[str] = []
+    names: dict[int, str] = {}  # deploy id -> how the lines name it
     # the ingest writes with the database driver alone (no SQLAlchemy to load: ledger.db.connect)
     writer = open_writer(_db(db))
     _say_upgraded(writer.backup)
@@ -328,7 +329,9 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 failed += 1
                 click.echo(f"Error: {result.error}", err=True)
                 continue
-            names = deploy_names(writer, [*result.deploys.values(), *result.existing_deploys])
+            if not as_json:  # read once per deploy, however many inputs name it
+                unknown = [d for d in [*result.deploys.values(), *result.existing_deploys] if d not in names]
+                names.update(deploy_names(writer, unknown))
             for bid, boot in result.stored:
                 stored_ids.append(str(bid))
                 if not as_json and path != "-":

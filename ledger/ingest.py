@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger import parsers
 from ledger.parsers.rules import RuleSet
@@ -59,7 +59,7 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
     ``per_boot``: each boot's deploy and origin rows instead of ``info``; ``name``: the
     source's stored name instead of ``path``; ``run_starts``: see ``parsers.start``."""
     from .db.staging import SampleSpool, Staging
-    from .db.writes import boot_deploys, set_source_sha256, store_boot
+    from .db.writes import set_source_sha256, store_boot
 
     result = FileResult(path)
     staging = Staging(writer)
@@ -72,7 +72,6 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         spool.add(samples)
 
     seen: set[str] = set()
-    existing: list[str] = []  # the content digests of the boots already there
 
     def on_boot(boot: parsers.Boot) -> None:
         if boot.content_sha256 in seen:
@@ -80,20 +79,21 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         seen.add(boot.content_sha256)
         spool = spools.pop(id(boot), None)
         boot_info, origin = per_boot(boot) if per_boot else (info, {})
-        superseded: list[int] = []
+        told: dict[str, Any] = {}
         try:
-            bid = store_boot(writer, boot, source.display, source.sha256 or None, boot_info, spool, origin,
-                             superseded)
+            bid = store_boot(writer, boot, source.display, source.sha256 or None, boot_info, spool, origin, told)
         finally:
             if spool is not None:
                 spool.close()
         if bid is None:
             result.existing += 1
-            existing.append(boot.content_sha256)
+            if "deploy" in told and told["deploy"] not in result.existing_deploys:
+                result.existing_deploys.append(told["deploy"])
         else:
             result.stored.append((bid, boot))
-            if superseded:
-                result.superseded[bid] = superseded
+            result.deploys[bid] = told["deploy"]
+            if told["superseded"]:
+                result.superseded[bid] = told["superseded"]
             if on_stored:
                 on_stored(bid, boot)
 
@@ -118,7 +118,6 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         staging.close()
     result.sha256 = source.sha256
     set_source_sha256(writer, [bid for bid, _ in result.stored], source.sha256)
-    result.deploys, result.existing_deploys = boot_deploys(writer, [bid for bid, _ in result.stored], existing)
     return result
 
 

@@ -67,18 +67,19 @@ def _ordered(table: str, row: dict[str, Any]) -> tuple:
 
 def store_boot(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
                info: DeployInfo, spool: SampleSpool | None = None, origin: dict[str, str] | None = None,
-               superseded: list[int] | None = None) -> int | None:
+               told: dict[str, Any] | None = None) -> int | None:
     """Write one boot in one transaction; returns its id, or None if it was already there
     (the same content, from this file or another).  ``origin``: the boot's ``boot_origin``
-    rows (a container's or unit's facts); ``superseded`` is given the ids of the shorter
-    versions of the boot that the new one replaced (a grown log)."""
+    rows (a container's or unit's facts); ``told`` is given, read in the same transaction,
+    the boot's ``deploy`` (the stored one's, for a boot already there) and the ids of the
+    shorter versions it ``superseded`` (a grown log)."""
     deploy_info = info
     if not info.image and len(boot.image_digests) == 1:
         # the log printed its own image digest: key the deploy by it
         deploy_info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty, info.relabel)
     year = (boot.started_at or boot.ready_at or boot.ended_at or "")[:4] or None
     return retrying(lambda: _store_boot_once(writer, boot, source_path, sha256, deploy_info, spool, year,
-                                             origin or {}, superseded))
+                                             origin or {}, told if told is not None else {}))
 
 
 def deploy_id(writer: Writer, cur: Any, identity: str, new: dict[str, Any], label: str | None = None,
@@ -135,28 +136,6 @@ def deploy_names(writer: Writer, deploys: list[int]) -> dict[int, str]:
     return names
 
 
-def boot_deploys(writer: Writer, boot_ids: list[int], contents: list[str]) -> tuple[dict[int, int], list[int]]:
-    """The deploy of each boot id, and the deploys (in order, once each) of the boots with
-    these content digests: what an ingest's lines name."""
-    q = writer.mark
-    by_boot: dict[int, int] = {}
-    found: list[int] = []
-    if not boot_ids and not contents:
-        return by_boot, found
-    with writer.transaction() as cur:
-        for bid in boot_ids:
-            cur.execute(f"SELECT deploy_id FROM boot WHERE id = {q}", (bid,))
-            row = cur.fetchone()
-            if row is not None:
-                by_boot[bid] = row[0]
-        for content in contents:
-            cur.execute(f"SELECT deploy_id FROM boot WHERE content_sha256 = {q}", (content,))
-            row = cur.fetchone()
-            if row is not None and row[0] not in found:
-                found.append(row[0])
-    return by_boot, found
-
-
 def is_stored(writer: Writer, cur: Any, content_sha256: str) -> bool:
     """Whether a boot with this content is in the ledger (from this file or another)."""
     cur.execute(f"SELECT id FROM boot WHERE content_sha256 = {writer.mark}", (content_sha256,))
@@ -200,18 +179,23 @@ def _boot_rows(boot: parsers.Boot, source_path: str, sha256: str | None) -> tupl
 
 def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
                      info: DeployInfo, spool: SampleSpool | None, year: str | None,
-                     origin: dict[str, str], superseded: list[int] | None) -> int | None:
+                     origin: dict[str, str], told: dict[str, Any]) -> int | None:
     row, shape, facts, failures = _boot_rows(boot, source_path, sha256)
     attached = spool is not None and spool.staging is not None and bool(spool.tables) and spool.staging.attached
     if spool is not None and attached:
         spool.flush()  # all of it into the staging tables, which the writer's connection sees
     with writer.transaction() as cur:
-        if is_stored(writer, cur, boot.content_sha256):
+        cur.execute(f"SELECT deploy_id FROM boot WHERE content_sha256 = {writer.mark}", (boot.content_sha256,))
+        there = cur.fetchone()
+        if there is not None:
+            told["deploy"] = there[0]
             return None
         if sha256:
-            cur.execute(f"SELECT id FROM boot WHERE source_sha256 = {writer.mark} AND boot_index = {writer.mark}",
+            cur.execute(f"SELECT deploy_id FROM boot WHERE source_sha256 = {writer.mark} AND boot_index = {writer.mark}",
                         (sha256, boot.index))
-            if cur.fetchone() is not None:
+            there = cur.fetchone()
+            if there is not None:
+                told["deploy"] = there[0]
                 return None  # the same file ingested before (also by a ledger older than content digests)
         earlier = _grown_from(writer, cur, row, facts, failures)
         if earlier is None:
@@ -224,8 +208,7 @@ def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha25
             writer.insert_many(cur, "boot_origin", ["boot_id", "key", "value"],
                                [(bid, key, value) for key, value in origin.items()])
         _supersede(writer, cur, earlier, bid)
-        if superseded is not None:
-            superseded[:] = earlier
+        told["deploy"], told["superseded"] = deploy, earlier
         samples = SampleSpool()
         samples.add(boot.runtime)  # samples the parser kept (no sink)
         spools = [(spool, attached)] if spool is not None else []
