@@ -315,7 +315,8 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 shown = printable(path)  # a file name that is not UTF-8 prints (and is stored) escaped
                 progress = _Progress(path) if sys.stderr.isatty() else None
                 result = ingest_file(writer, path, info, rules, year=year, progress=progress,
-                                     on_stored=_streamed(path, as_json, progress) if path == "-" else None,
+                                     on_stored=_streamed(path, as_json, progress, writer, names) if path == "-"
+                                     else None,
                                      started=started if i == 0 else None,
                                      per_boot=per_boot_commit(repo, info) if repo and at_boot_time else None)
             if progress:
@@ -407,12 +408,17 @@ class _Progress:
             self.bar.close()
 
 
-def _streamed(path: str, as_json: bool, progress: _Progress | None):
-    """From stdin, say each boot as it is stored (above the progress bar): the stream may go on
-    for days."""
+def _streamed(path: str, as_json: bool, progress: _Progress | None, writer: Any, names: dict[int, str]):
+    """From stdin, say each boot as it is stored (above the progress bar), with its deploy:
+    the stream may go on for days."""
     def say(bid: int, boot) -> None:
         if not as_json:
-            line = _boot_line(bid, boot, path)
+            from .db.writes import boot_deploy, deploy_names
+
+            deploy = boot_deploy(writer, bid)
+            if deploy is not None and deploy not in names:
+                names.update(deploy_names(writer, [deploy]))
+            line = _boot_line(bid, boot, path, names.get(deploy) if deploy is not None else None)
             if progress is not None:
                 progress.say(line)
             else:

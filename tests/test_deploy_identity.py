@@ -199,3 +199,8 @@ def test_at_boot_time_gives_each_boot_the_commit_of_its_start(db, cli, tmp_path)
 def test_at_boot_time_needs_repo(db, cli):
     r = cli("ingest", str(F008), "--at-boot-time")
     assert r.exit_code == 2 and r.output == "Error: --at-boot-time needs --repo DIR\n"
+
+
+def test_a_boot_read_from_stdin_names_its_deploy(db, cli):
+    r = cli("ingest", "-", "--label", "piped", input=F008.read_text())
+    assert r.output.rstrip("\n").endswith("-> deploy:1 (piped)")

@@ -116,6 +116,14 @@ def check_label(writer: Writer, info: DeployInfo) -> None:
         raise LedgerError(label_conflict(row[0], row[1], info.label))
 
 
+def boot_deploy(writer: Writer, boot: int) -> int | None:
+    """The deploy a stored boot belongs to."""
+    with writer.transaction() as cur:
+        cur.execute(f"SELECT deploy_id FROM boot WHERE id = {writer.mark}", (boot,))
+        row = cur.fetchone()
+    return row[0] if row else None
+
+
 def deploy_names(writer: Writer, deploys: list[int]) -> dict[int, str]:
     """How an ingest line names each deploy: ``deploy:N`` and its label, else its commit and
     image (short), else ``unnamed``."""
