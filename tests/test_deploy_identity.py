@@ -101,7 +101,7 @@ def test_an_unknown_deploy_id_is_one_line(db, cli):
 
 def test_export_names_the_deploy_by_id(db, cli):
     cli("ingest", str(F008))
-    assert json.loads(cli("export").output)[0]["deploy"]["id"] == "deploy:1"
+    assert json.loads(cli("export").output)[0]["deploy"]["id"] == 1  # deploy:1
 
 
 # -- --label on a deploy labelled otherwise ------------------------------------------------------
