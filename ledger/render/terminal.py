@@ -70,6 +70,16 @@ def echo_long(text: str) -> None:
     import click
 
     if _isatty(sys.stdout) and text.count("\n") + 1 > height() - 1:
+        _pager_env()
         click.echo_via_pager(text + "\n", color=colour())
     else:
         click.echo(text, color=colour() or None)
+
+
+def _pager_env() -> None:
+    """Let less show colour: with ``color=True`` click hands the escapes through untouched and
+    does not add ``-R`` itself, so Debian's less (no ``LESS`` set) printed ``ESC[31m…`` as text.
+    Like git, set ``LESS=FRX`` when the user has set no ``LESS`` of their own (F: quit when the
+    text fits one screen, R: colour escapes, X: leave the text on the screen); ``LV=-c`` for lv."""
+    os.environ.setdefault("LESS", "FRX")
+    os.environ.setdefault("LV", "-c")
