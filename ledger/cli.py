@@ -84,13 +84,33 @@ class Failure(click.ClickException):
     exit_code = ERROR
 
 
+class UsageFailure(click.UsageError):
+    """A usage error said the way every other error is: one ``Error:`` line, then the hint to the
+    command's ``--help`` (click's own form puts the usage synopsis and a blank line first)."""
+
+    def show(self, file: Any = None) -> None:
+        hint = ""
+        if self.ctx is not None and self.ctx.command.get_help_option(self.ctx) is not None:
+            hint = f"\nTry '{self.ctx.command_path} --help' for help."
+        click.echo(f"Error: {self.format_message()}{hint}", file=file or sys.stderr)
+
+
 class LedgerGroup(click.Group):
     """Turns LedgerError (and the parsers' errors, and a failing database) into one line and
-    exit code 2."""
+    exit code 2; click's usage errors into one line and the ``--help`` hint."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _short(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _short(exc) from None
         except Exception as exc:
             if isinstance(exc, _user_errors()):
                 raise Failure(str(exc)) from None
@@ -100,6 +120,14 @@ class LedgerGroup(click.Group):
             if is_database_error(exc):
                 raise Failure(describe_db_error(exc)) from None
             raise
+
+
+def _short(exc: click.UsageError) -> click.UsageError:
+    if isinstance(exc, UsageFailure):
+        return exc
+    short = UsageFailure(exc.format_message(), exc.ctx)
+    short.exit_code = exc.exit_code
+    return short
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
@@ -136,7 +164,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="ledger", cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and the scan engine, and exit.")
 @db_option

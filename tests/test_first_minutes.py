@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REAL, SYNTH
+from conftest import SYNTH
 
 RESTART = SYNTH / "journald-restart-capture-oom-then-ready.log"
 
@@ -49,3 +49,19 @@ def test_the_pager_keeps_a_less_setting_of_the_users_own(monkeypatch):
     monkeypatch.setattr(click, "echo_via_pager", lambda text, color=None: seen.append(os.environ.get("LESS")))
     terminal.echo_long("\n".join(str(i) for i in range(20)))
     assert seen == ["-S"]
+
+
+@pytest.mark.parametrize("args, help_of", [
+    (["history", "--limit", "-1"], "ledger history"),
+    (["history", "--outcome", "readyy"], "ledger history"),
+    (["export", "--format", "markdown"], "ledger export"),
+    (["histroy"], "ledger"),
+    (["deploy", "set"], "ledger deploy set"),
+])
+def test_a_usage_error_is_one_error_line_and_the_help_hint(args, help_of, tmp_path):
+    run = subprocess.run([sys.executable, "-m", "ledger", "--db", str(tmp_path / "l.db"), *args],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("Error: "), run.stderr
+    assert lines[1] == f"Try '{help_of} --help' for help."
