@@ -125,9 +125,7 @@ class LedgerGroup(click.Group):
 def _short(exc: click.UsageError) -> click.UsageError:
     if isinstance(exc, UsageFailure):
         return exc
-    short = UsageFailure(exc.format_message(), exc.ctx)
-    short.exit_code = exc.exit_code
-    return short
+    return UsageFailure(exc.format_message(), exc.ctx)
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
@@ -1202,6 +1200,32 @@ def db_current(fmt: str, db: str | None) -> None:
         return f"{o['url']}\n{o['revision'] or '(no schema)'} ({status})"
 
     click.echo(document(obj, fmt, human))
+
+
+@db.command("datasette")
+@db_option
+@click.option("--database", metavar="NAME", help="The name Datasette gives the file (default: its stem, "
+              "e.g. ledger for ledger.db).")
+def db_datasette(db: str | None, database: str | None) -> None:
+    """Print Datasette metadata for the ledger: a description and unit for every table, view and
+    column, canned queries (broken contracts, OOMs by phase, KV tokens per deploy over time),
+    the compact runtime_sample_row hidden behind the runtime_sample view.  Reads no ledger.
+
+    \b
+    Examples:
+      ledger db datasette > metadata.json
+      datasette "$(ledger db path)" -m metadata.json
+      ledger --db demo.db db datasette > demo.json && datasette demo.db -m demo.json
+    """
+    from .datasette import metadata
+    from .db.location import resolve_url, sqlite_file
+    from .db.sqlite import head_columns
+    from .render import json_text
+
+    if database is None:
+        path = sqlite_file(resolve_url(_db(db)))
+        database = path.stem if path is not None else "ledger"
+    click.echo(json_text(metadata(head_columns(), database)))
 
 
 @db.command("path")

@@ -65,3 +65,68 @@ def test_a_usage_error_is_one_error_line_and_the_help_hint(args, help_of, tmp_pa
     lines = run.stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith("Error: "), run.stderr
     assert lines[1] == f"Try '{help_of} --help' for help."
+
+
+# -- Datasette, the tool these users already run ---------------------------------------------------
+
+
+def test_every_table_view_and_column_of_the_schema_is_described():
+    from ledger.datasette import metadata
+    from ledger.db.sqlite import head_columns
+
+    schema = head_columns()
+    tables = metadata(schema)["databases"]["ledger"]["tables"]
+    assert set(tables) == set(schema)
+    for name, columns in schema.items():
+        assert tables[name]["description"]
+        assert list(tables[name]["columns"]) == columns, name
+
+
+def test_an_undescribed_column_is_named():
+    from ledger.datasette import metadata
+
+    with pytest.raises(KeyError, match="boot.new_figure"):
+        metadata({"boot": ["id", "new_figure"]})
+
+
+def test_datasette_metadata_names_the_database_after_the_ledger_file(cli, tmp_path):
+    import json
+
+    doc = json.loads(cli("--db", str(tmp_path / "demo.db"), "db", "datasette").output)
+    assert list(doc["databases"]) == ["demo"]
+    assert not (tmp_path / "demo.db").exists()  # it reads no ledger
+
+
+def test_datasette_shows_the_ledger_with_descriptions_units_and_canned_queries(tmp_path, cli):
+    """The metadata in real Datasette: the raw sample rows hidden, bytes columns with units, and
+    the canned queries answering on the seeds' boots (the 6-slot boot breaks its contract)."""
+    datasette_app = pytest.importorskip("datasette.app")
+    import asyncio
+    import json
+
+    from conftest import ROOT
+
+    ledger = tmp_path / "ledger.db"
+    for name in ("fp8-4x262144-ready", "bf16-3x241664-ready"):
+        run = cli("--db", str(ledger), "ingest", str(ROOT / "fixtures" / "reconcile" / f"{name}.log"), "--label", name)
+        assert run.exit_code == 0, run.output
+    meta = json.loads(cli("--db", str(ledger), "db", "datasette").output)
+
+    async def visit() -> dict[str, object]:
+        ds = datasette_app.Datasette([str(ledger)], metadata=meta)
+        pages = {}
+        for path in ("/ledger.json", "/ledger/boot_figures.json?_shape=objects",
+                     "/ledger/kv_tokens_per_deploy.json?_shape=objects", "/ledger/ooms_by_phase.json",
+                     "/ledger/boot_figures", "/-/metadata.json"):
+            response = await ds.client.get(path)
+            assert response.status_code == 200, (path, response.text[:300])
+            pages[path] = response.json() if ".json" in path else response.text
+        return pages
+
+    pages = asyncio.run(visit())
+    listing = {t["name"]: t for t in pages["/ledger.json"]["tables"]}
+    assert listing["runtime_sample_row"]["hidden"] and not listing["boot"]["hidden"]
+    tokens = [r["kv_cache_tokens"] for r in pages["/ledger/kv_tokens_per_deploy.json?_shape=objects"]["rows"]]
+    assert sorted(tokens) == [798280, 1079582]
+    assert "GiB" in pages["/ledger/boot_figures"] or "byte" in pages["/ledger/boot_figures"]
+    assert pages["/-/metadata.json"]["databases"]["ledger"]["tables"]["fact"]["description"]
