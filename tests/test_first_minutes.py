@@ -130,3 +130,10 @@ def test_datasette_shows_the_ledger_with_descriptions_units_and_canned_queries(t
     assert sorted(tokens) == [798280, 1079582]
     assert "GiB" in pages["/ledger/boot_figures"] or "byte" in pages["/ledger/boot_figures"]
     assert pages["/-/metadata.json"]["databases"]["ledger"]["tables"]["fact"]["description"]
+
+
+def test_runtime_of_a_boot_only_log_says_there_are_no_stats_intervals(db, cli):
+    cli("ingest", str(RESTART))
+    out = cli("runtime", "1").output
+    assert "no stats intervals in this log" in out and "no spec-decode reports" in out
+    assert "median —" not in out and "over 0 of 0" not in out
