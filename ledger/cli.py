@@ -769,10 +769,11 @@ def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) ->
       ledger deploy set fp8-3slot kv_reference_boot=12
     """
     from .reconcile import set_deploy
+    from .render.settings import settings_text
 
     with _writing(db) as ledger:
         name, current = set_deploy(ledger, deploy_ref, list(assignments))
-    click.echo(f"{name}: " + ", ".join(f"{k}={v}" for k, v in sorted(current.items())))
+    click.echo(f"{name}: {settings_text(current)}")
 
 
 @deploy.command("unset")
@@ -787,10 +788,11 @@ def deploy_unset(deploy_ref: str, keys: tuple[str, ...], db: str | None) -> None
       ledger deploy unset fp8-3slot kv_reference_boot
     """
     from .reconcile import unset_deploy
+    from .render.settings import settings_text
 
     with _writing(db) as ledger:
         name, current = unset_deploy(ledger, deploy_ref, list(keys))
-    click.echo(f"{name}: " + (", ".join(f"{k}={v}" for k, v in sorted(current.items())) or "no settings"))
+    click.echo(f"{name}: {settings_text(current, 'no settings')}")
 
 
 @deploy.command("label")
@@ -824,12 +826,13 @@ def deploy_list(fmt: str, db: str | None) -> None:
     """
     from .reconcile import list_deploys
     from .render import rows_text
+    from .render.settings import settings_text
 
     with _reading(db) as ledger:
         rows = list_deploys(ledger)
 
     def human(r: dict[str, Any]) -> dict[str, Any]:
-        return {**r, "settings": ", ".join(f"{k}={v}" for k, v in sorted(r["settings"].items()))}
+        return {**r, "settings": settings_text(r["settings"])}
 
     cols = ["deploy", "name", "boots", "settings"] if fmt in ("table", "markdown") else \
         ["deploy", "name", "commit", "image", "label", "boots", "settings"]

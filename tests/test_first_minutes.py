@@ -137,3 +137,14 @@ def test_runtime_of_a_boot_only_log_says_there_are_no_stats_intervals(db, cli):
     out = cli("runtime", "1").output
     assert "no stats intervals in this log" in out and "no spec-decode reports" in out
     assert "median —" not in out and "over 0 of 0" not in out
+
+
+# -- one unit convention ----------------------------------------------------------------------------
+
+
+def test_check_states_the_contract_margin_in_vllms_units(db, cli):
+    from conftest import ROOT
+
+    cli("ingest", str(ROOT / "fixtures" / "reconcile" / "fp8-4x262144-ready.log"), "--label", "fp8-4slot")
+    line = next(x for x in cli("check").output.splitlines() if "capacity contract" in x)
+    assert "margin +31,006 tokens (227.64 MiB)" in line and " MB)" not in line

@@ -387,7 +387,7 @@ def test_a_boot_ingested_while_serving_shows_on_the_next_request(db, tmp_path):
         _ledger("ingest", str(second), "--label", "two", db=db)
         assert names() == ["one", "two"]
         _ledger("deploy", "set", "one", "card_ceiling_bytes=29120MiB", db=db)
-        assert settings() == {"card_ceiling_bytes": str(29120 * 2**20)}
+        assert settings() == {"card_ceiling_bytes": 29120 * 2**20}
     finally:
         _stop(proc)
 

@@ -23,6 +23,7 @@ from ..diff import diff as diff_boots
 from ..diff import render_diff
 from ..errors import LedgerError
 from ..queries import deploy_name, history, one_deploy, resolve_boot, show
+from ..reconcile import typed_settings
 from ..runtime import runtime_report
 from ..verdicts import FAILING, view_rows
 
@@ -87,8 +88,8 @@ def deploy(ledger: Ledger, ref: str) -> dict[str, Any]:
     with ledger.Session() as s:
         d = one_deploy(s, ref, by_id=True)
         obj = _deploy_obj(d)
-        settings = {r.key: r.value for r in s.execute(
-            select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id)).scalars()}
+        settings = typed_settings({r.key: r.value for r in s.execute(
+            select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id)).scalars()})
         ids = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == d.id)).scalars())
     rows = history(ledger, boot_ids=ids) if ids else []
     return {"deploy": obj, "settings": settings, "boots": rows, "figures": boot_figures(ledger, ids)}
