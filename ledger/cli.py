@@ -442,6 +442,7 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
         iter_history,
     )
     from .render import rows_lines
+    from .render.legend import Legend
     from .since import parse_since
 
     since_at = parse_since(since) if since else None
@@ -460,11 +461,16 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
                 click.echo("no boots in the ledger yet (try: ledger ingest LOG)" if not filtered or _boot_count(ledger) == 0
                            else "no boots match (the ledger has boots; loosen --deploy, --outcome or --since)", err=True)
                 return
-        for text in rows_lines(rows, cols, fmt, human=humanize_history, headers=HISTORY_HEADERS,
+        legend = Legend(humanize_history)
+        for text in rows_lines(rows, cols, fmt, human=legend, headers=HISTORY_HEADERS,
                                align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
                                flexible=("deploy", "engine_version", "source_path"),
                                coloured=("outcome", "verdict", "kv_check", "contract", "vram_check", "host_check")):
             click.echo(text)
+        if fmt == "table" and legend.seen:
+            from .render.terminal import width
+
+            click.echo(legend.text(width()))
 
 
 def _boot_count(ledger) -> int:

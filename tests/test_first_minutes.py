@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import SYNTH
+from conftest import REAL, SYNTH
 
 RESTART = SYNTH / "journald-restart-capture-oom-then-ready.log"
 
@@ -148,3 +148,35 @@ def test_check_states_the_contract_margin_in_vllms_units(db, cli):
     cli("ingest", str(ROOT / "fixtures" / "reconcile" / "fp8-4x262144-ready.log"), "--label", "fp8-4slot")
     line = next(x for x in cli("check").output.splitlines() if "capacity contract" in x)
     assert "margin +31,006 tokens (227.64 MiB)" in line and " MB)" not in line
+
+
+# -- marks explained where they appear ---------------------------------------------------------
+
+
+def test_history_says_what_its_marks_mean_under_the_table(db, cli):
+    cli("ingest", str(RESTART))  # journald: no year printed, no version printed
+    lines = cli("history").output.splitlines()
+    assert "2026" in lines[2] and lines[2].split()[2].endswith("*")
+    assert lines[-2] == "" and lines[-1] == "* year not printed, inferred"
+
+
+def test_history_names_no_mark_that_is_not_shown(db, cli):
+    from conftest import ROOT
+
+    cli("ingest", str(ROOT / "fixtures" / "reconcile" / "fp8-4x262144-ready.log"), "--label", "fp8")
+    out = cli("history").output
+    assert "inferred" not in out and "not printed" not in out
+
+
+def test_the_legend_is_for_people_only(db, cli):
+    cli("ingest", str(RESTART))
+    for fmt in ("csv", "json", "jsonl", "markdown"):
+        assert "not printed" not in cli("history", "--format", fmt).output
+
+
+def test_the_legend_fits_the_terminal(db, cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    for log in sorted(REAL.glob("*.log"))[:12]:
+        cli("ingest", str(log))
+    out = cli("history").output.split("\n\n")[-1].splitlines()
+    assert out == ["* year not printed, inferred", "? version not printed", "- no verdict (figures not printed)"]
