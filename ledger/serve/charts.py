@@ -21,9 +21,12 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-OUTCOME_STYLE = {  # colour and marker per boot outcome
+# colour and marker per boot outcome: the pages' CSS (--ready, --crashed, ...) uses the same
+# colours; failed and crashed are both reds (as on the terminal), told apart by a darker shade
+# and the marker
+OUTCOME_STYLE = {
     "ready": ("#2a9d4b", "o"),
-    "crashed": ("#e8890c", "X"),
+    "crashed": ("#8b1a1a", "X"),
     "failed": ("#d62728", "v"),
     "incomplete": ("#8c8c8c", "s"),
 }
@@ -273,9 +276,10 @@ def _mark_crash(axes: list[Any], report: dict[str, Any], timed: bool) -> None:
     else:
         at = ended.get("line")
     for ax in axes:
-        ax.axvline(at, color="#d62728", linestyle="--", linewidth=1.2)
+        ax.axvline(at, color=OUTCOME_STYLE["crashed"][0], linestyle="--", linewidth=1.2)
     axes[0].annotate(f"crashed: {', '.join(ended.get('kinds', []))}", xy=(at, 1), xycoords=("data", "axes fraction"),
-                     xytext=(-4, -2), textcoords="offset points", ha="right", va="top", color="#d62728", fontsize=8)
+                     xytext=(-4, -2), textcoords="offset points", ha="right", va="top",
+                     color=OUTCOME_STYLE["crashed"][0], fontsize=8)
 
 
 # -- output ----------------------------------------------------------------------------------------------
