@@ -180,3 +180,58 @@ def test_the_legend_fits_the_terminal(db, cli, monkeypatch):
         cli("ingest", str(log))
     out = cli("history").output.split("\n\n")[-1].splitlines()
     assert out == ["* year not printed, inferred", "? version not printed", "- no verdict (figures not printed)"]
+
+
+# -- the web view's charts --------------------------------------------------------------------------
+
+_STATS = ("(APIServer pid=1) INFO {at:%m-%d %H:%M:%S} [loggers.py:271] Engine 000: Avg prompt throughput: 2.5 tokens/s, "
+          "Avg generation throughput: {tps} tokens/s, Running: {running} reqs, Waiting: 0 reqs, "
+          "GPU KV cache usage: 5.2%, Prefix cache hit rate: 0.0%\n")
+
+
+def _served(tmp_path, intervals: int):
+    """fixture 008's start-up, then ``intervals`` stats lines 10 s apart in vLLM 0.20's wording,
+    busy (121.5 t/s, one request running) and idle (0.0 t/s, none running) in turn."""
+    import datetime as dt
+
+    head = next(REAL.glob("008_*.log")).read_text().split("# ---\n", 1)[1].splitlines(keepends=True)[:3]
+    start = dt.datetime(2026, 5, 4, 1, 10, 0)
+    lines = [_STATS.format(at=start + dt.timedelta(seconds=10 * i), tps="121.5" if i % 2 == 0 else "0.0",
+                           running=1 if i % 2 == 0 else 0) for i in range(intervals)]
+    log = tmp_path / "served.log"
+    log.write_text("".join(head + lines))
+    return log
+
+
+def _chart_of(db, cli, log):
+    from ledger.db.connect import connect
+    from ledger.serve import charts, data
+
+    assert cli("ingest", str(log), "--year", "2026").exit_code == 0
+    ledger = connect(db, mode="read")
+    try:
+        frame, report = data.runtime_frame(ledger, "1")
+    finally:
+        ledger.dispose()
+    return frame, report, charts
+
+
+def test_the_decode_chart_averages_only_intervals_with_running_requests(db, cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    frame, report, charts = _chart_of(db, cli, _served(tmp_path, 2000))  # binned: more than MAX_POINTS
+    series, _, how = charts.runtime_series(frame)
+    decode = next(iter(series["generation_throughput_tps"].values())).dropna()
+    assert how.startswith("mean per") and len(decode) < 2000
+    assert report["decode_tps"]["median"] == 121.5
+    assert decode.min() == decode.max() == 121.5  # the idle 0.0 t/s intervals are not averaged in
+
+
+def test_a_short_runs_time_axis_carries_the_date_and_clock_times(db, cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    frame, report, charts = _chart_of(db, cli, _served(tmp_path, 6))  # a minute of serving
+    fig = charts.runtime_figure(frame, report)
+    fig.canvas.draw()
+    axis = fig.axes[-1]
+    ticks = [t.get_text() for t in axis.get_xticklabels() if t.get_text()]
+    assert ticks and all(len(t) == 8 and t.count(":") == 2 for t in ticks), ticks  # 01:10:20, not "20"
+    assert "2026-05-04" in axis.get_xlabel()

@@ -65,11 +65,16 @@ def _figure(panels: int, width: float = 10.0) -> tuple[Figure, list[Any]]:
 
 
 def _time_axis(ax: Any) -> None:
+    """Dates and times people read: ticks never a bare ``05`` of seconds (a short run's ticks
+    say ``01:06:45``), and the offset names the day."""
     import matplotlib.dates as mdates
 
     locator = mdates.AutoDateLocator(maxticks=10)
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    clock = ["%Y", "%b %d", "%b %d", "%H:%M", "%H:%M", "%H:%M:%S"]
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(
+        locator, formats=clock, zero_formats=["", "%Y", "%b %d", "%b %d", "%H:%M", "%H:%M:%S"],
+        offset_formats=["", "%Y", "%Y-%m-%d", "%Y-%m-%d", "%Y-%m-%d", "%Y-%m-%d"]))
 
 
 # -- boots over time (a deploy, the history) ----------------------------------------------------------
@@ -203,6 +208,10 @@ def runtime_series(frame: pd.DataFrame, split: bool = False) -> tuple[dict[str, 
         stats["x"], spec["x"] = stats["line"], spec["line"]
 
     def series_of(rows: pd.DataFrame, col: str) -> pd.Series:
+        if col == "generation_throughput_tps":
+            # decode speed is a figure of intervals that decoded: an idle interval prints 0 t/s,
+            # and averaging it in drew a bin far under the median the report states
+            rows = rows[rows["running_reqs"].fillna(0) > 0]
         values = rows.groupby("x")[col].mean()
         if size:
             return values.resample(size).mean()  # an empty bin is a NaN: a gap
@@ -233,7 +242,7 @@ def runtime_figure(frame: pd.DataFrame, report: dict[str, Any], split: bool = Fa
     summed = not split and any("all engines" in s for s in series.values())
     agg = ", sum of engines" if summed else ", per engine" if split else ""
     panels = [
-        (["generation_throughput_tps"], f"decode throughput{agg}", "tokens/s"),
+        (["generation_throughput_tps"], f"decode throughput{agg} (intervals with running requests)", "tokens/s"),
         (["prompt_throughput_tps"], f"prompt throughput{agg}", "tokens/s"),
         (["gpu_kv_cache_usage_pct"], "GPU KV cache usage" + (", mean of engines" if summed else agg), "%"),
         (["running_reqs", "waiting_reqs"], f"requests: running (solid), waiting (dashed){agg}", "requests"),
@@ -257,6 +266,8 @@ def runtime_figure(frame: pd.DataFrame, report: dict[str, Any], split: bool = Fa
     timed = xlabel == "log time"
     if timed:
         _time_axis(axes[-1])
+        start = frame["at"].min()
+        xlabel = f"{xlabel} from {start:%Y-%m-%d %H:%M:%S}"
     axes[-1].set_xlabel(f"{xlabel} ({how})")
     _mark_crash(axes, report, timed)
     fig.suptitle(f"boot {report['boot']} — {report['deploy']} — {report['outcome']}", fontsize=11)
