@@ -444,3 +444,25 @@ def test_other_commands_import_no_web_or_chart_modules(db):
             " if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+# -- a 1,280 px screen (issue 23) ---------------------------------------------------------------------
+
+
+def test_every_page_fits_a_1280_px_screen(browser, server, ledger_db):
+    """No page is wider than a 1,280 px laptop screen: the deploys table keeps its host and last
+    seen columns, the boot page its evidence (a table cell wraps, a long line breaks)."""
+    latest = _latest_by_deploy(ledger_db)
+    real = latest["real"]["boot"]
+    paths = {"deploys": "/", "deploy": "/deploy/real", "boot": f"/boot/{real}",
+             "diff": f"/diff?a={latest['fp8-4x262144-ready']['boot']}&b={latest['bf16-3x241664-ready']['boot']}"}
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        watched = Watched(context.new_page(), server)
+        for name, path in paths.items():
+            page = watched.open(path, shot=f"1280-{name}")
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= 1280, f"{path} is {wide} px wide"
+        watched.clean()
+    finally:
+        context.close()

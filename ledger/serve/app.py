@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..db.connect import Ledger
 from ..errors import LedgerError
+from ..render.names import release
 from ..render.settings import setting_text
 from ..render.table import figures_text, human
 from . import charts, data
@@ -45,6 +46,7 @@ def _environment() -> Environment:
     env.filters["duration"] = lambda v: "—" if v is None else str(dt.timedelta(seconds=int(v)))
     env.filters["figures"] = figures_text
     env.filters["setting"] = lambda pair: setting_text(*pair)
+    env.filters["release"] = release
     env.filters["when"] = _when
     env.filters["js"] = lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
     env.globals["FAILING"] = data.FAILING
