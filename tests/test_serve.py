@@ -466,3 +466,12 @@ def test_every_page_fits_a_1280_px_screen(browser, server, ledger_db):
         watched.clean()
     finally:
         context.close()
+
+
+def test_the_diff_page_offers_the_deploys_and_keeps_the_form_on_a_bad_id(page):
+    p = page.open("/diff?a=999999&b=fp8-4x262144-ready", shot="diff-bad-id")
+    assert "no boot" in p.inner_text("#problem").lower() or "999999" in p.inner_text("#problem")
+    assert p.input_value("input[name=a]") == "999999" and p.input_value("input[name=b]") == "fp8-4x262144-ready"
+    offered = p.eval_on_selector_all("#boots option", "els => els.map(e => e.value)")
+    assert "fp8-4x262144-ready" in offered and "real" in offered
+    page.clean()

@@ -131,15 +131,23 @@ def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOn
     def _choices() -> list[dict[str, Any]]:
         return data.choices(ledger)
 
+    def _deploy_names() -> list[str]:
+        return data.deploy_names(ledger)
+
     def _diff(a: str, b: str, show_all: bool) -> dict[str, Any] | None:
         return data.diff(ledger, a, b, show_all) if a and b else None
 
     async def diff_page(request: Request) -> Response:
         a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()
         show_all = request.query_params.get("all") == "1"
-        result = await call(_diff, a, b, show_all)
+        try:
+            result, problem = await call(_diff, a, b, show_all), None
+        except LedgerError as exc:  # a reference that names nothing: say so above the form, keep it
+            result, problem = None, str(exc)
         boots = await call(_choices)
-        return page("diff.html", r=result, a=a, b=b, show_all=show_all, boots=boots)
+        deploys = await call(_deploy_names)
+        return page("diff.html", r=result, a=a, b=b, show_all=show_all, boots=boots, deploys=deploys,
+                    problem=problem)
 
     async def diff_json(request: Request) -> Response:
         a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()

@@ -133,6 +133,13 @@ def diff(ledger: Ledger, a: str, b: str, show_all: bool = False) -> dict[str, An
     return {**result.to_json(), "markdown": render_diff(result, "markdown")}
 
 
+def deploy_names(ledger: Ledger) -> list[str]:
+    """Every deploy's name (its label, else commit/digest), to pick on the diff page: a deploy
+    means its latest boot there as on the command line."""
+    with ledger.Session() as s:
+        return [deploy_name(d) for d in s.execute(select(m.Deploy).order_by(m.Deploy.id)).scalars()]
+
+
 def choices(ledger: Ledger) -> list[dict[str, Any]]:
     """Boots to pick from on the diff page: id, deploy, start, outcome (newest first)."""
     with ledger.Session() as s:
