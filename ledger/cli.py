@@ -388,7 +388,10 @@ def _boot_line(bid: int, boot, path: str) -> str:
     if boot.failures:
         parts.append("failure " + ", ".join(f"{f.kind}@{f.phase}" for f in boot.failures))
     parts.append(f"({path}:{boot.first_line}-{boot.last_line})")
-    return "  ".join(parts)
+    from .render.terminal import width
+    from .render.wrap import wrap_parts
+
+    return wrap_parts(parts, width())
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -437,12 +440,14 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
     from .queries import (
         HISTORY_COLUMNS,
         HISTORY_COMPACT,
+        HISTORY_FLEXIBLE,
         HISTORY_HEADERS,
         humanize_history,
         iter_history,
     )
     from .render import rows_lines
     from .render.legend import Legend
+    from .render.terminal import echo_pieces, width
     from .since import parse_since
 
     since_at = parse_since(since) if since else None
@@ -462,15 +467,21 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
                            else "no boots match (the ledger has boots; loosen --deploy, --outcome or --since)", err=True)
                 return
         legend = Legend(humanize_history)
-        for text in rows_lines(rows, cols, fmt, human=legend, headers=HISTORY_HEADERS,
-                               align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
-                               flexible=("deploy", "engine_version", "source_path"),
-                               coloured=("outcome", "verdict", "kv_check", "contract", "vram_check", "host_check")):
-            click.echo(text)
-        if fmt == "table" and legend.seen:
-            from .render.terminal import width
 
-            click.echo(legend.text(width()))
+        def pieces():
+            yield from rows_lines(rows, cols, fmt, human=legend, headers=HISTORY_HEADERS,
+                                  align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
+                                  flexible=HISTORY_FLEXIBLE,
+                                  coloured=("outcome", "verdict", "kv_check", "contract", "vram_check",
+                                            "host_check"))
+            if fmt == "table" and legend.seen:
+                yield legend.text(width())
+
+        if fmt == "table":  # a long history is paged on a terminal, as it is read
+            echo_pieces(pieces())
+        else:
+            for text in pieces():
+                click.echo(text)
 
 
 def _boot_count(ledger) -> int:
@@ -697,11 +708,14 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
     if p.concurrency is not None:
         out.append(f"concurrency  {p.concurrency:.2f}x at {p.max_model_len:,} tokens per request")
     if p.contract_tokens is not None:
-        mb = "" if p.margin_bytes is None else f" ({p.margin_bytes:,.0f} B)"
+        mb = "" if p.margin_bytes is None else f" ({format_bytes(p.margin_bytes)}, {p.margin_bytes:,.0f} B)"
         out.append(f"contract     {p.max_num_seqs} x {p.max_model_len:,} = {p.contract_tokens:,} tokens: "
                    f"margin {p.margin_tokens:+,} tokens{mb} — {p.verdict}")
     out += [f"note         {n}" for n in p.notes]
-    click.echo("\n".join(line for line in out if line))
+    from .render.terminal import width
+    from .render.wrap import wrap_labelled
+
+    click.echo("\n".join(wrap_labelled((line for line in out if line), width())))
 
 
 @main.command()

@@ -136,4 +136,7 @@ def render_runtime(r: dict[str, Any]) -> str:
                      + (f" ({shown})" if shown else ""))
     else:
         lines.append(f"  ended          {e['how']}")
-    return "\n".join(lines)
+    from .render.terminal import width
+    from .render.wrap import wrap_labelled
+
+    return "\n".join(wrap_labelled(lines, width()))

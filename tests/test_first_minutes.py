@@ -235,3 +235,65 @@ def test_a_short_runs_time_axis_carries_the_date_and_clock_times(db, cli, tmp_pa
     ticks = [t.get_text() for t in axis.get_xticklabels() if t.get_text()]
     assert ticks and all(len(t) == 8 and t.count(":") == 2 for t in ticks), ticks  # 01:10:20, not "20"
     assert "2026-05-04" in axis.get_xlabel()
+
+
+# -- terminal fitting: the least identifying characters first -------------------------------------
+
+REC = SYNTH.parent / "reconcile"
+
+
+@pytest.fixture
+def two_tuning_labels(db, cli):
+    """Two deploys whose labels differ only at their ends, on the fork's 0.20.2rc1 dev build."""
+    cli("ingest", str(REC / "fp8-4x262144-ready.log"), "--label", "qwen-fp8-tuned")
+    cli("ingest", str(REC / "fp8-3x262144-ready.log"), "--label", "qwen-fp8-6slot")
+    return db
+
+
+def test_history_at_80_columns_keeps_labels_apart_and_versions_to_their_release(two_tuning_labels, cli,
+                                                                                 monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    for log in sorted(REAL.glob("*.log"))[:8]:
+        cli("ingest", str(log))
+    lines = cli("history").output.splitlines()
+    assert max(map(len, lines)) <= 80
+    rows = [line for line in lines if "qwen" in line]
+    assert len(rows) == 2 and rows[0].split()[2] != rows[1].split()[2]  # still told apart
+    assert all("0.20.2rc1 " in row and "dev9" not in row for row in rows)  # the release, whole
+
+
+def test_diff_and_show_never_cut_a_digit_or_a_fact_name(two_tuning_labels, cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    from ledger.parsers.vocabulary import FACTS
+
+    for out in (cli("diff", "qwen-fp8-tuned", "qwen-fp8-6slot").output, cli("show", "1").output):
+        for line in out.splitlines():
+            assert len(line) <= 80
+            words = line.split()
+            if words and words[0].rstrip("…") in {n[: len(words[0]) - 1] for n in FACTS} and words[0].endswith("…"):
+                pytest.fail(f"a fact name cut: {line}")
+            assert not any(w[:1].isdigit() and w.endswith("…") for w in words), line  # 8,310,7…
+
+
+def test_one_line_reports_wrap_at_words_to_the_terminal(two_tuning_labels, cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    outputs = [cli("ingest", str(RESTART)).output, cli("runtime", "1").output,
+               cli("predict", "--like", "qwen-fp8-tuned", "--kv-bytes", "7.3e9", "--max-num-seqs", "2",
+                   "--max-model-len", "262144").output]
+    for out in outputs:
+        assert out.strip() and max(len(line) for line in out.splitlines()) <= 60, out
+    assert "\n    kv memory 4.39 GiB  weights 16.80 GiB\n" in outputs[0]  # parts go to the next line whole
+
+
+def test_a_long_history_goes_through_the_pager_on_a_terminal(db, cli, monkeypatch):
+    import click
+
+    from ledger.render import terminal
+
+    for log in sorted(REAL.glob("*.log"))[:30]:
+        cli("ingest", str(log))
+    paged: list[str] = []
+    monkeypatch.setattr(terminal, "_isatty", lambda stream: True)
+    monkeypatch.setattr(click, "echo_via_pager", lambda pieces, color=None: paged.extend(pieces))
+    cli("history")
+    assert sum(piece.count("\n") for piece in paged) > 30 and paged[0].startswith("boot")
