@@ -297,3 +297,20 @@ def test_a_long_history_goes_through_the_pager_on_a_terminal(db, cli, monkeypatc
     monkeypatch.setattr(click, "echo_via_pager", lambda pieces, color=None: paged.extend(pieces))
     cli("history")
     assert sum(piece.count("\n") for piece in paged) > 30 and paged[0].startswith("boot")
+
+
+def test_the_deploy_chart_joins_only_boots_of_one_comparable_group(db, cli):
+    pytest.importorskip("matplotlib")
+    from ledger.db.connect import connect
+    from ledger.serve import charts, data
+
+    for name in ("fp8-3x262144-ready", "fp8-4x262144-ready", "bf16-3x241664-ready"):  # fp8 twice, bf16
+        assert cli("ingest", str(REC / f"{name}.log"), "--label", "ladder").exit_code == 0
+    ledger = connect(db, mode="read")
+    try:
+        frame, title = data.deploy_frame(ledger, "ladder")
+    finally:
+        ledger.dispose()
+    fig = charts.boots_figure(frame, title)
+    joined = [len(line.get_xdata()) for line in fig.axes[0].get_lines()]
+    assert joined == [2]  # the two fp8 boots; the bf16 boot stands alone

@@ -82,17 +82,24 @@ def _time_axis(ax: Any) -> None:
 
 def boots_figure(frame: pd.DataFrame, title: str, link: Callable[[int], str] | None = None) -> Figure:
     """KV tokens, concurrency, KV memory, weights and graph memory of boots against their start
-    time: a thin line per deploy (broken where a figure is missing), a marker per boot coloured
-    and shaped by outcome; ``link(boot)`` makes each marker a link (in SVG)."""
+    time: a thin line per deploy and comparable group (broken where a figure is missing), a
+    marker per boot coloured and shaped by outcome; ``link(boot)`` makes each marker a link (in
+    SVG)."""
     timed = frame[frame["started"].notna()]
     untimed = len(frame) - len(timed)
     fig, axes = _figure(len(BOOT_PANELS))
-    deploys = list(dict.fromkeys(timed["deploy"]))
+    # a line joins the boots of one deploy and one comparable group only (model, KV dtype, TP,
+    # block size, release: the group key): unrelated boots, or a boot whose group is not known,
+    # stand alone
+    grouped = timed[timed["group"].notna()] if "group" in timed else timed.iloc[0:0]
+    series = list(dict.fromkeys(zip(grouped["deploy"], grouped["group"], strict=True)))
     for ax, (col, heading, unit, div) in zip(axes, BOOT_PANELS, strict=True):
         values = timed[col] / div
-        for name in deploys:
-            sel = timed["deploy"] == name
-            ax.plot(timed.loc[sel, "started"], values[sel], color="#9aa5b1", linewidth=1, zorder=1)
+        for name, group in series:
+            sel = (grouped["deploy"] == name) & (grouped["group"] == group)
+            if sel.sum() < 2:
+                continue
+            ax.plot(grouped.loc[sel, "started"], values[sel.index[sel]], color="#9aa5b1", linewidth=1, zorder=1)
         for outcome, (colour, marker) in OUTCOME_STYLE.items():
             sel = (timed["outcome"] == outcome) & values.notna()
             if not sel.any():

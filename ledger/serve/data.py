@@ -164,6 +164,9 @@ def boots_frame(ledger: Ledger, rows: list[dict[str, Any]], figures: dict[str, d
                            **{col: r.get(col) for col in BOOT_SERIES}, **figures.get(r["boot"], {})}
                           for r in rows],
                          columns=["boot", "deploy", "outcome", "started", *BOOT_SERIES])
+    ids = [int(r["boot"]) for r in rows]
+    groups = {str(r["boot_id"]): r["group_key"] for r in view_rows(ledger, "boot_kv", ids)} if ids else {}
+    frame["group"] = frame["boot"].map(groups)
     frame["started"] = pd.to_datetime(frame["started"], errors="coerce")
     for col in BOOT_SERIES:
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
