@@ -84,13 +84,33 @@ class Failure(click.ClickException):
     exit_code = ERROR
 
 
+class UsageFailure(click.UsageError):
+    """A usage error said the way every other error is: one ``Error:`` line, then the hint to the
+    command's ``--help`` (click's own form puts the usage synopsis and a blank line first)."""
+
+    def show(self, file: Any = None) -> None:
+        hint = ""
+        if self.ctx is not None and self.ctx.command.get_help_option(self.ctx) is not None:
+            hint = f"\nTry '{self.ctx.command_path} --help' for help."
+        click.echo(f"Error: {self.format_message()}{hint}", file=file or sys.stderr)
+
+
 class LedgerGroup(click.Group):
     """Turns LedgerError (and the parsers' errors, and a failing database) into one line and
-    exit code 2."""
+    exit code 2; click's usage errors into one line and the ``--help`` hint."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _short(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _short(exc) from None
         except Exception as exc:
             if isinstance(exc, _user_errors()):
                 raise Failure(str(exc)) from None
@@ -100,6 +120,12 @@ class LedgerGroup(click.Group):
             if is_database_error(exc):
                 raise Failure(describe_db_error(exc)) from None
             raise
+
+
+def _short(exc: click.UsageError) -> click.UsageError:
+    if isinstance(exc, UsageFailure):
+        return exc
+    return UsageFailure(exc.format_message(), exc.ctx)
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
@@ -136,7 +162,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="ledger", cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and the scan engine, and exit.")
 @db_option
@@ -453,7 +479,10 @@ def _boot_line(bid: int, boot, path: str, deploy: str | None = None, replaced: l
     if replaced:
         # a log that grew (a container still running): the boot read again, longer
         parts.append(f"supersedes boot {', '.join(map(str, replaced))} (the same boot, read again as it grew)")
-    return "  ".join(parts)
+    from .render.terminal import width
+    from .render.wrap import wrap_parts
+
+    return wrap_parts(parts, width())
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -502,11 +531,14 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
     from .queries import (
         HISTORY_COLUMNS,
         HISTORY_COMPACT,
+        HISTORY_FLEXIBLE,
         HISTORY_HEADERS,
         humanize_history,
         iter_history,
     )
     from .render import rows_lines
+    from .render.legend import Legend
+    from .render.terminal import echo_pieces, width
     from .since import parse_since
 
     since_at = parse_since(since) if since else None
@@ -525,11 +557,22 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
                 click.echo("no boots in the ledger yet (try: ledger ingest LOG)" if not filtered or _boot_count(ledger) == 0
                            else "no boots match (the ledger has boots; loosen --deploy, --outcome or --since)", err=True)
                 return
-        for text in rows_lines(rows, cols, fmt, human=humanize_history, headers=HISTORY_HEADERS,
-                               align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
-                               flexible=("deploy", "engine_version", "source_path"),
-                               coloured=("outcome", "verdict", "kv_check", "contract", "vram_check", "host_check")):
-            click.echo(text)
+        legend = Legend(humanize_history)
+
+        def pieces():
+            yield from rows_lines(rows, cols, fmt, human=legend, headers=HISTORY_HEADERS,
+                                  align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
+                                  flexible=HISTORY_FLEXIBLE,
+                                  coloured=("outcome", "verdict", "kv_check", "contract", "vram_check",
+                                            "host_check"))
+            if fmt == "table" and legend.seen:
+                yield legend.text(width())
+
+        if fmt == "table":  # a long history is paged on a terminal, as it is read
+            echo_pieces(pieces())
+        else:
+            for text in pieces():
+                click.echo(text)
 
 
 def _boot_count(ledger) -> int:
@@ -756,11 +799,14 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
     if p.concurrency is not None:
         out.append(f"concurrency  {p.concurrency:.2f}x at {p.max_model_len:,} tokens per request")
     if p.contract_tokens is not None:
-        mb = "" if p.margin_bytes is None else f" ({p.margin_bytes:,.0f} B)"
+        mb = "" if p.margin_bytes is None else f" ({format_bytes(p.margin_bytes)}, {p.margin_bytes:,.0f} B)"
         out.append(f"contract     {p.max_num_seqs} x {p.max_model_len:,} = {p.contract_tokens:,} tokens: "
                    f"margin {p.margin_tokens:+,} tokens{mb} — {p.verdict}")
     out += [f"note         {n}" for n in p.notes]
-    click.echo("\n".join(line for line in out if line))
+    from .render.terminal import width
+    from .render.wrap import wrap_labelled
+
+    click.echo("\n".join(wrap_labelled((line for line in out if line), width())))
 
 
 @main.command()
@@ -834,10 +880,11 @@ def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) ->
       ledger deploy set fp8-3slot kv_reference_boot=12
     """
     from .reconcile import set_deploy
+    from .render.settings import settings_text
 
     with _writing(db) as ledger:
         name, current = set_deploy(ledger, deploy_ref, list(assignments))
-    click.echo(f"{name}: " + ", ".join(f"{k}={v}" for k, v in sorted(current.items())))
+    click.echo(f"{name}: {settings_text(current)}")
 
 
 @deploy.command("unset")
@@ -852,10 +899,11 @@ def deploy_unset(deploy_ref: str, keys: tuple[str, ...], db: str | None) -> None
       ledger deploy unset fp8-3slot kv_reference_boot
     """
     from .reconcile import unset_deploy
+    from .render.settings import settings_text
 
     with _writing(db) as ledger:
         name, current = unset_deploy(ledger, deploy_ref, list(keys))
-    click.echo(f"{name}: " + (", ".join(f"{k}={v}" for k, v in sorted(current.items())) or "no settings"))
+    click.echo(f"{name}: {settings_text(current, 'no settings')}")
 
 
 @deploy.command("label")
@@ -931,12 +979,13 @@ def deploy_list(fmt: str, db: str | None) -> None:
     """
     from .reconcile import list_deploys
     from .render import rows_text
+    from .render.settings import settings_text
 
     with _reading(db) as ledger:
         rows = list_deploys(ledger)
 
     def human(r: dict[str, Any]) -> dict[str, Any]:
-        return {**r, "settings": ", ".join(f"{k}={v}" for k, v in sorted(r["settings"].items()))}
+        return {**r, "settings": settings_text(r["settings"])}
 
     cols = ["deploy", "name", "boots", "settings"] if fmt in ("table", "markdown") else \
         ["deploy", "name", "commit", "image", "label", "boots", "settings"]
@@ -1307,6 +1356,32 @@ def db_current(fmt: str, db: str | None) -> None:
         return f"{o['url']}\n{o['revision'] or '(no schema)'} ({status})"
 
     click.echo(document(obj, fmt, human))
+
+
+@db.command("datasette")
+@db_option
+@click.option("--database", metavar="NAME", help="The name Datasette gives the file (default: its stem, "
+              "e.g. ledger for ledger.db).")
+def db_datasette(db: str | None, database: str | None) -> None:
+    """Print Datasette metadata for the ledger: a description and unit for every table, view and
+    column, canned queries (broken contracts, OOMs by phase, KV tokens per deploy over time),
+    the compact runtime_sample_row hidden behind the runtime_sample view.  Reads no ledger.
+
+    \b
+    Examples:
+      ledger db datasette > metadata.json
+      datasette "$(ledger db path)" -m metadata.json
+      ledger --db demo.db db datasette > demo.json && datasette demo.db -m demo.json
+    """
+    from .datasette import metadata
+    from .db.location import resolve_url, sqlite_file
+    from .db.sqlite import head_columns
+    from .render import json_text
+
+    if database is None:
+        path = sqlite_file(resolve_url(_db(db)))
+        database = path.stem if path is not None else "ledger"
+    click.echo(json_text(metadata(head_columns(), database)))
 
 
 @db.command("path")

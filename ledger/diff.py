@@ -113,9 +113,11 @@ def render_diff(result: DiffResult, fmt: str = "table", width: int | None = None
     if fmt == "csv":
         return render(result.rows(), ["section", "name", "unit", "a", "b", "change", "change_pct"], "csv")
     a, b = result.a, result.b
+    from .render.wrap import wrap_parts
+
     lines = [
-        f"A: boot {a.boot}  {a.deploy}  vLLM {a.engine or '?'}  {a.outcome}  ({a.source})",
-        f"B: boot {b.boot}  {b.deploy}  vLLM {b.engine or '?'}  {b.outcome}  ({b.source})",
+        wrap_parts([f"A: boot {a.boot}", a.deploy, f"vLLM {a.engine or '?'}", a.outcome, f"({a.source})"], width),
+        wrap_parts([f"B: boot {b.boot}", b.deploy, f"vLLM {b.engine or '?'}", b.outcome, f"({b.source})"], width),
         "",
     ]
     if fmt == "markdown":
@@ -133,7 +135,7 @@ def render_diff(result: DiffResult, fmt: str = "table", width: int | None = None
                  "change %": "" if r["change_pct"] is None else f"{r['change_pct']:+.2f}%"}
                 for r in result.facts]
         lines += [render(rows, ["fact", "A", "B", "change", "change %"], fmt, width=width,
-                         align_right=("A", "B", "change", "change %"), flexible=("fact", "A", "B")), ""]
+                         align_right=("A", "B", "change", "change %"), flexible=("A", "B")), ""]
     if result.failures:
         f = result.failures[0]
         lines += [f"failures: {f['a']} -> {f['b']}", ""]

@@ -271,6 +271,9 @@ def _v(fact: m.Fact | None) -> float | int | None:
     return export_value(fact.value, fact.unit) if fact is not None else None
 
 
+# the table's columns that give up width on a narrow terminal, least identifying first (each to
+# its minimum: a source path, the start time's year, a version's dev/commit tail, then the deploy)
+HISTORY_FLEXIBLE = {"source_path": 12, "started_at": 12, "engine_version": 9, "deploy": 10}
 HISTORY_HEADERS = {"started_at": "started", "engine_version": "vllm", "kv_tokens": "kv tokens",
                    "concurrency": "conc", "kv_memory": "kv memory", "source_path": "source"}
 

@@ -63,7 +63,14 @@ def parse_setting(key: str, value: str) -> str:
     return value.strip()
 
 
-def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, dict[str, str]]:
+def typed_settings(stored: dict[str, str]) -> dict[str, int | str]:
+    """Settings as the numbers they are (the table keeps text: a setting of a newer ledger that
+    this one does not know stays as stored)."""
+    return {k: int(v) if SETTINGS.get(k) and v.strip().lstrip("-").isdigit() else v
+            for k, v in sorted(stored.items())}
+
+
+def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, dict[str, int | str]]:
     """Record ``KEY=VALUE`` settings for one deploy (through the ledger's ``Writer``); its name
     and every setting it has now."""
     pairs = []
@@ -78,7 +85,7 @@ def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, d
             _same_group(ledger, d_id, name, int(value))
     with ledger.writer() as writer:
         current = put_deploy_settings(writer, d_id, pairs)
-    return name, current
+    return name, typed_settings(current)
 
 
 def _one_deploy(ledger: Ledger, ref: str) -> tuple[int, str]:
@@ -103,7 +110,7 @@ def _same_group(ledger: Ledger, deploy: int, name: str, ref_boot: int) -> None:
                           f"({theirs}) than {name} ({mine}); its cost per token does not predict this deploy")
 
 
-def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[str, str]]:
+def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[str, int | str]]:
     """Remove settings from one deploy; its name and the settings it keeps."""
     for key in keys:
         if key not in SETTINGS:
@@ -118,7 +125,7 @@ def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[s
                           f"nothing removed")
     with ledger.writer() as writer:
         current = delete_deploy_settings(writer, d_id, keys)
-    return name, current
+    return name, typed_settings(current)
 
 
 def label_deploy(ledger: Ledger, ref: str, label: str) -> tuple[str, str]:
@@ -186,7 +193,7 @@ def list_deploys(ledger: Ledger) -> list[dict[str, Any]]:
                                                              .where(m.DeploySetting.deploy_id == d.id)).scalars()}
             boots = [b.id for b in d.boots]
             rows.append({"deploy": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image": d.image_digest,
-                         "label": d.label, "boots": len(boots), "settings": dict(sorted(settings.items()))})
+                         "label": d.label, "boots": len(boots), "settings": typed_settings(settings)})
         return rows
 
 

@@ -104,16 +104,25 @@ def render_runtime(r: dict[str, Any]) -> str:
     d = r["decode_tps"]
     sp = r["spec_decode"]
     up = r["uptime_seconds"]
-    lines = [
-        f"boot {r['boot']} — {r['deploy']} — {r['outcome']}",
-        f"  decode t/s     median {f(d['median'])}  p10 {f(d['p10'])}  p90 {f(d['p90'])}  max {f(d['max'])}"
-        f"  over {d['intervals_with_running_requests']} of {r['stats_intervals']} stats intervals with running "
-        f"requests (engines {', '.join(map(str, r['engines'])) or '—'})",
-        f"  KV usage       peak {f(r['peak_gpu_kv_cache_usage_pct'])}%",
-        f"  prefix hits    mean {f(r['prefix_cache_hit_rate_pct']['mean'])}%  last "
-        f"{f(r['prefix_cache_hit_rate_pct']['last'])}%",
-        f"  spec decode    {sp['reports']} reports, mean acceptance length {f(sp['mean_acceptance_length'], '{:.2f}')}, "
-        f"draft acceptance {f(sp['draft_acceptance_rate_pct'])}%",
+    lines = [f"boot {r['boot']} — {r['deploy']} — {r['outcome']}"]
+    if r["stats_intervals"]:
+        lines += [
+            f"  decode t/s     median {f(d['median'])}  p10 {f(d['p10'])}  p90 {f(d['p90'])}  max {f(d['max'])}"
+            f"  over {d['intervals_with_running_requests']} of {r['stats_intervals']} stats intervals with running "
+            f"requests (engines {', '.join(map(str, r['engines'])) or '—'})",
+            f"  KV usage       peak {f(r['peak_gpu_kv_cache_usage_pct'])}%",
+            f"  prefix hits    mean {f(r['prefix_cache_hit_rate_pct']['mean'])}%  last "
+            f"{f(r['prefix_cache_hit_rate_pct']['last'])}%",
+        ]
+    else:  # a boot-only log: nothing to take a median of
+        lines.append("  stats          no stats intervals in this log (decode, KV usage and prefix hits are "
+                     "read from them)")
+    if sp["reports"]:
+        lines.append(f"  spec decode    {sp['reports']} reports, mean acceptance length "
+                     f"{f(sp['mean_acceptance_length'], '{:.2f}')}, draft acceptance {f(sp['draft_acceptance_rate_pct'])}%")
+    else:
+        lines.append("  spec decode    no spec-decode reports in this log")
+    lines += [
         f"  requests       {r['requests']['access_lines']:,} access lines, {r['requests']['request_lines']:,} request lines",
         f"  uptime         {'—' if up is None else str(dt.timedelta(seconds=int(up)))} "
         f"(ready {r['ready_at'] or '—'}, end {r['ended_at'] or '—'})",
@@ -127,4 +136,7 @@ def render_runtime(r: dict[str, Any]) -> str:
                      + (f" ({shown})" if shown else ""))
     else:
         lines.append(f"  ended          {e['how']}")
-    return "\n".join(lines)
+    from .render.terminal import width
+    from .render.wrap import wrap_labelled
+
+    return "\n".join(wrap_labelled(lines, width()))

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from .render.checks import check_lines
-from .render.table import clip, figures_text, human, render
+from .render.table import figures_text, human, render
 
 _HEADER = re.compile(r"\[[\w./-]+\.py:\d+\] ")  # vLLM's "[gpu_worker.py:492] "
 
@@ -57,8 +57,10 @@ def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = Fa
         f"  serving  {obj['runtime']['engine_stats']} stats intervals, {obj['runtime']['spec_decode']} "
         f"spec-decode reports, {obj['access_lines']} access lines, {obj['request_lines']} request lines",
     ]
-    if width is not None:  # the header's lines too: a long path or digest is cut (json has it whole)
-        out = out[:1] + [clip(line, width) for line in out[1:]]
+    if width is not None:  # the header's lines too: wrapped under their text, never cut mid-figure
+        from .render.wrap import wrap_labelled
+
+        out = out[:1] + wrap_labelled(out[1:], width)
     out.append("")
     if obj["facts"]:
         rows = [{"fact": f["name"] + (f" [{f['pack']}]" if f.get("pack") else ""),

@@ -91,7 +91,7 @@ def capacity_line(r: dict[str, Any] | None) -> CheckLine:
     if r is None or r["verdict"] == "insufficient":
         return CheckLine("capacity contract", "insufficient",
                          "needs kv_cache_tokens, max_num_seqs and max_model_len")
-    margin_bytes = "" if r["margin_bytes"] is None else f" ({r['margin_bytes'] / 1e6:,.1f} MB)"
+    margin_bytes = "" if r["margin_bytes"] is None else f" ({format_bytes(r['margin_bytes'])})"
     return CheckLine(
         "capacity contract", r["verdict"],
         f"{r['kv_cache_tokens']:,.0f} tokens vs {r['max_num_seqs']} x {r['max_model_len']:,} = "

@@ -25,9 +25,12 @@ HUGE = "99999999999999999999999"
 def _one_line_error(r) -> str:
     assert r.exit_code != 0, r.output
     assert "Traceback" not in r.output
-    # one error line (click puts its usage lines before a bad option's)
-    errors = [line for line in r.output.strip().splitlines() if line.startswith("Error")]
-    assert len(errors) == 1 and r.output.strip().splitlines()[-1] == errors[0], r.output
+    # one error line, first; a usage error adds the hint to the command's --help after it
+    lines = r.output.strip().splitlines()
+    errors = [line for line in lines if line.startswith("Error")]
+    assert len(errors) == 1 and lines[0] == errors[0], r.output
+    assert len(lines) <= 2, r.output
+    assert all(hint.startswith("Try 'ledger ") and hint.endswith(" --help' for help.") for hint in lines[1:])
     return errors[0]
 
 

@@ -227,7 +227,9 @@ def test_deploy_set_again_replaces_the_value(seeded, cli):
     cli("deploy", "set", BOOTS[0], "card_ceiling_bytes=30GiB")
     r = cli("deploy", "set", BOOTS[0], "card_ceiling_bytes=29120MiB", "host_cap_bytes=200GiB")
     assert r.exit_code == 0
-    assert r.output.strip() == f"{BOOTS[0]}: card_ceiling_bytes={29120 * 2**20}, host_cap_bytes={200 * 2**30}"
+    # shown as vLLM prints memory, with the exact bytes the ceiling was typed to
+    assert r.output.strip() == (f"{BOOTS[0]}: card_ceiling_bytes=28.44 GiB ({29120 * 2**20:,}), "
+                                f"host_cap_bytes=200.00 GiB ({200 * 2**30:,})")
     assert view(seeded, "SELECT key, value FROM deploy_setting ORDER BY key") == [
         {"key": "card_ceiling_bytes", "value": str(29120 * 2**20)}, {"key": "host_cap_bytes", "value": str(200 * 2**30)}]
 

@@ -123,7 +123,14 @@ def test_history_as_a_streamed_table_is_the_table_it_was(every_fixture, cli, mon
     over every row at once, fitted to the width), however the rows fall into chunks."""
     import ledger.render
     from ledger.db.connect import connect
-    from ledger.queries import HISTORY_COMPACT, HISTORY_HEADERS, history, humanize_history
+    from ledger.queries import (
+        HISTORY_COMPACT,
+        HISTORY_FLEXIBLE,
+        HISTORY_HEADERS,
+        history,
+        humanize_history,
+    )
+    from ledger.render.legend import Legend
     from ledger.render.table import render
 
     monkeypatch.setenv("COLUMNS", "80")
@@ -134,11 +141,14 @@ def test_history_as_a_streamed_table_is_the_table_it_was(every_fixture, cli, mon
         ledger_.dispose()
     table = render([humanize_history(r) for r in rows], HISTORY_COMPACT, "table",
                    align_right=("kv_tokens", "concurrency", "kv_memory", "weights"), width=80,
-                   flexible=("deploy", "engine_version", "source_path"), headers=HISTORY_HEADERS)
+                   flexible=HISTORY_FLEXIBLE, headers=HISTORY_HEADERS)
+    legend = Legend(humanize_history)
+    for r in rows:
+        legend(r)
     assert len(rows) > 40
     for chunk in (ledger.render.STREAM_CHUNK, 7, 1):
         monkeypatch.setattr(ledger.render, "STREAM_CHUNK", chunk)
-        assert cli("history").output == table + "\n"
+        assert cli("history").output == table + "\n" + legend.text(80) + "\n"  # the marks' legend under it
 
 
 def test_history_streamed_as_json_is_the_list_it_was(every_fixture, cli):

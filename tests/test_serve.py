@@ -387,7 +387,7 @@ def test_a_boot_ingested_while_serving_shows_on_the_next_request(db, tmp_path):
         _ledger("ingest", str(second), "--label", "two", db=db)
         assert names() == ["one", "two"]
         _ledger("deploy", "set", "one", "card_ceiling_bytes=29120MiB", db=db)
-        assert settings() == {"card_ceiling_bytes": str(29120 * 2**20)}
+        assert settings() == {"card_ceiling_bytes": 29120 * 2**20}
     finally:
         _stop(proc)
 
@@ -444,3 +444,34 @@ def test_other_commands_import_no_web_or_chart_modules(db):
             " if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+# -- a 1,280 px screen (issue 23) ---------------------------------------------------------------------
+
+
+def test_every_page_fits_a_1280_px_screen(browser, server, ledger_db):
+    """No page is wider than a 1,280 px laptop screen: the deploys table keeps its host and last
+    seen columns, the boot page its evidence (a table cell wraps, a long line breaks)."""
+    latest = _latest_by_deploy(ledger_db)
+    real = latest["real"]["boot"]
+    paths = {"deploys": "/", "deploy": "/deploy/real", "boot": f"/boot/{real}",
+             "diff": f"/diff?a={latest['fp8-4x262144-ready']['boot']}&b={latest['bf16-3x241664-ready']['boot']}"}
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        watched = Watched(context.new_page(), server)
+        for name, path in paths.items():
+            page = watched.open(path, shot=f"1280-{name}")
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= 1280, f"{path} is {wide} px wide"
+        watched.clean()
+    finally:
+        context.close()
+
+
+def test_the_diff_page_offers_the_deploys_and_keeps_the_form_on_a_bad_id(page):
+    p = page.open("/diff?a=999999&b=fp8-4x262144-ready", shot="diff-bad-id")
+    assert "no boot" in p.inner_text("#problem").lower() or "999999" in p.inner_text("#problem")
+    assert p.input_value("input[name=a]") == "999999" and p.input_value("input[name=b]") == "fp8-4x262144-ready"
+    offered = p.eval_on_selector_all("#boots option", "els => els.map(e => e.value)")
+    assert "fp8-4x262144-ready" in offered and "real" in offered
+    page.clean()

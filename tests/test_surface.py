@@ -111,7 +111,7 @@ def test_deploy_list_json_contract(seeded, cli):
     cli("deploy", "set", "fp8-4x262144-ready", "card_ceiling_bytes=29120MiB")
     data = as_json(cli, "deploy", "list")
     d = next(d for d in data if d["label"] == "fp8-4x262144-ready")
-    assert d["settings"] == {"card_ceiling_bytes": str(29120 * 2**20)} and d["boots"] == 1
+    assert d["settings"] == {"card_ceiling_bytes": 29120 * 2**20} and d["boots"] == 1  # a number, not text
     assert next(d for d in data if d["label"] == "bf16-3x241664-ready")["settings"] == {}
     assert no_empty_strings(data) == []
 

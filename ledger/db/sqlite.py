@@ -45,6 +45,20 @@ def sqlite_template() -> list[str]:
     return statements
 
 
+def head_columns() -> dict[str, list[str]]:
+    """Every table and view of a new ledger at the head revision, with its columns in order
+    (built in memory from the template: no ledger is opened)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in sqlite_template():
+            conn.execute(statement)
+        names = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")]
+        return {name: [row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')] for name in names}
+    finally:
+        conn.close()
+
+
 def exists(path: Path) -> bool:
     """Whether the ledger file is there; a folder on the way the user may not enter is a
     one-line error that names it (pathlib raises PermissionError)."""

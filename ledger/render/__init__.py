@@ -89,7 +89,7 @@ def document(obj: Any, fmt: str, human: Callable[[Any], str]) -> str:
 
 def rows_text(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None, fmt: str, *,
               human: Callable[[dict[str, Any]], dict[str, Any]] | None = None, align_right: Sequence[str] = (),
-              flexible: Sequence[str] = (), headers: dict[str, str] | None = None,
+              flexible: Sequence[str] | dict[str, int] = (), headers: dict[str, str] | None = None,
               coloured: Sequence[str] = ()) -> str:
     """Rows in ``fmt``: json/jsonl/csv get the machine values; table and markdown get
     ``human(row)`` (figures with units and separators).  A table fits the terminal (cutting
@@ -106,13 +106,13 @@ STREAM_CHUNK = 500  # rows laid out at a time when a table is printed as it is r
 
 def rows_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[str], fmt: str, *,
                human: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-               align_right: Sequence[str] = (), flexible: Sequence[str] = (),
+               align_right: Sequence[str] = (), flexible: Sequence[str] | dict[str, int] = (),
                headers: dict[str, str] | None = None, coloured: Sequence[str] = ()) -> Iterator[str]:
     """``rows_text`` for more rows than memory should hold, a line (or a chunk of lines) at a
     time, the same text.  ``rows()`` gives the rows again each time it is called: csv, jsonl,
     json and markdown read them once, a table twice (its column widths, then its lines)."""
     from . import terminal
-    from .table import cell, clip, fit_widths, render
+    from .table import cell, cut, fit_widths, render, soften
 
     if fmt == "jsonl":
         for r in rows():
@@ -137,11 +137,22 @@ def rows_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[s
     # a table: the widest cell of each column first, then chunks laid out at those widths
     names = [(headers or {}).get(c, c) for c in columns]
     widest = [len(n) for n in names]
+    softest = list(widest)  # the widths once the flexible columns are softened (table.soften)
     for r in shown():
         for i, c in enumerate(columns):
-            widest[i] = max(widest[i], len(cell(r.get(c))))
-    flex = [(headers or {}).get(c, c) for c in flexible]
-    widths = fit_widths(names, [["x" * w for w in widest]], terminal.width(), flex) or widest
+            text = cell(r.get(c))
+            widest[i] = max(widest[i], len(text))
+            softest[i] = max(softest[i], len(soften(text) if c in flexible else text))
+    flex: Sequence[str] | dict[str, int]
+    if isinstance(flexible, dict):
+        flex = {(headers or {}).get(c, c): n for c, n in flexible.items()}
+    else:
+        flex = [(headers or {}).get(c, c) for c in flexible]
+    widths = fit_widths(names, [["x" * w for w in widest]], terminal.width(), flex)
+    soft = widths is not None  # too wide: give up the least identifying characters first
+    if soft:
+        widths = fit_widths(names, [["x" * w for w in softest]], terminal.width(), flex) or softest
+    widths = widths or widest
     style = None
     if coloured and terminal.colour():
         def style(column: str, text: str) -> str:
@@ -150,7 +161,8 @@ def rows_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[s
     def padded(r: dict[str, Any]) -> dict[str, Any]:
         out = {}
         for c, w in zip(columns, widths, strict=True):
-            text = clip(cell(r.get(c)), w)
+            text = cell(r.get(c))
+            text = cut(soften(text) if soft and c in flexible else text, w)
             out[c] = text.rjust(w) if c in align_right else text.ljust(w)
         return out
 

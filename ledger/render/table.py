@@ -11,6 +11,7 @@ import csv
 import io
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -64,19 +65,68 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d")
+_EXACT = re.compile(r"^(.*\S) \([\d,.]+(?: B)?\)$")  # "7.74 GiB (8,310,737,059 B)": the human figure first
+
+
+def soften(text: str) -> str:
+    """The cell with the characters that identify least taken out first, before any is cut: a
+    figure's exact-bytes parentheses (the GiB figure stays whole), a vLLM version's dev and
+    commit tail (``0.20.2rc1.dev9+g01d4d1ad3`` → ``0.20.2rc1``), a deploy name's hashes after
+    its label (``qwen-fp8 / f532e03 / da402966…`` → ``qwen-fp8``), a start time's year
+    (``2026-10-15 08:32`` → ``10-15 08:32``)."""
+    from .names import release
+
+    exact = _EXACT.match(text)
+    if exact:
+        return exact.group(1)
+    if _STAMP.match(text):  # "2026-10-15 08:32*": the year goes first (the day and time identify)
+        return text[5:]
+    if " / " in text and not text.startswith("("):
+        return text.split(" / ", 1)[0]
+    return release(text) or text
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in ``width`` characters for a fitted table cell: softened first, then cut in the
+    middle (``qwen-fp8-tuned`` / ``qwen-fp8-6slot`` → ``qwen…tuned`` / ``qwen…6slot``: labels,
+    paths and lines differ at their ends at least as often as at their starts)."""
+    if len(text) <= width:
+        return text
+    text = soften(text)
+    if len(text) <= width or width < 2:
+        return text[:width] if len(text) > width else text
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
 def fit_widths(columns: Sequence[str], cells: list[list[str]], width: int | None,
                flexible: Sequence[str] | dict[str, int]) -> list[int] | None:
-    """Each column's width so that the table is at most ``width`` wide, taken from the widest
-    flexible column first, none cut below its minimum (``flexible`` as a dict: column ->
-    minimum; else ``MIN_FLEX``) or its header; None when it fits as it is (or there is no width
-    to fit)."""
+    """Each column's width so that the table is at most ``width`` wide, none cut below its
+    minimum or its header; None when it fits as it is (or there is no width to fit).
+    ``flexible`` as a sequence: those columns give up width widest first, down to ``MIN_FLEX``
+    each; as a dict (column -> minimum): in the dict's order, each down to its minimum before
+    the next gives up any — the least identifying column first."""
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     if width is None:
         return None
     total = sum(widths) + GAP * (len(widths) - 1)
     if total <= width:
         return None
-    minimum = flexible if isinstance(flexible, dict) else dict.fromkeys(flexible, MIN_FLEX)
+    if isinstance(flexible, dict):
+        for name, least in flexible.items():
+            if name not in columns:
+                continue
+            i = list(columns).index(name)
+            give = min(total - width, widths[i] - max(least, len(name)))
+            if give > 0:
+                widths[i] -= give
+                total -= give
+            if total <= width:
+                break
+        return widths
+    minimum = dict.fromkeys(flexible, MIN_FLEX)
     flex = [i for i, c in enumerate(columns) if c in minimum]
     while total > width:
         shrinkable = [i for i in flex if widths[i] > max(minimum[columns[i]], len(columns[i]))]
@@ -123,8 +173,12 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
     else:
         flex = [(headers or {}).get(c, c) for c in flexible]
     widths = fit_widths(names, cells, width, flex)
+    if widths is not None:  # too wide: the flexible columns give up their least identifying characters first
+        soft = [n in flex for n in names]
+        cells = [[soften(v) if s else v for v, s in zip(row, soft, strict=True)] for row in cells]
+        widths = fit_widths(names, cells, width, flex)
     if widths is not None:
-        cells = [[clip(v, w) for v, w in zip(row, widths, strict=True)] for row in cells]
+        cells = [[cut(v, w) for v, w in zip(row, widths, strict=True)] for row in cells]
         names = [clip(n, w) for n, w in zip(names, widths, strict=True)]
     if style is not None:
         cells = [[style(c, v) for c, v in zip(columns, row, strict=True)] for row in cells]

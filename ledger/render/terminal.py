@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from typing import IO, Any
 
 # verdicts and outcomes, coloured by what they mean
@@ -70,6 +71,30 @@ def echo_long(text: str) -> None:
     import click
 
     if _isatty(sys.stdout) and text.count("\n") + 1 > height() - 1:
+        _pager_env()
         click.echo_via_pager(text + "\n", color=colour())
     else:
         click.echo(text, color=colour() or None)
+
+
+def echo_pieces(pieces: Iterable[str]) -> None:
+    """Print pieces of text (a streamed table, a line or a chunk each) as they come; on a
+    terminal through the pager, fed as they come (with ``LESS=FRX`` a table that fits one
+    screen is printed and less quits at once, as git's log does)."""
+    import click
+
+    if _isatty(sys.stdout):
+        _pager_env()
+        click.echo_via_pager((piece + "\n" for piece in pieces), color=colour())
+    else:
+        for piece in pieces:
+            click.echo(piece, color=colour() or None)
+
+
+def _pager_env() -> None:
+    """Let less show colour: with ``color=True`` click hands the escapes through untouched and
+    does not add ``-R`` itself, so Debian's less (no ``LESS`` set) printed ``ESC[31m…`` as text.
+    Like git, set ``LESS=FRX`` when the user has set no ``LESS`` of their own (F: quit when the
+    text fits one screen, R: colour escapes, X: leave the text on the screen); ``LV=-c`` for lv."""
+    os.environ.setdefault("LESS", "FRX")
+    os.environ.setdefault("LV", "-c")

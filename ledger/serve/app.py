@@ -26,6 +26,8 @@ from starlette.staticfiles import StaticFiles
 
 from ..db.connect import Ledger
 from ..errors import LedgerError
+from ..render.names import release
+from ..render.settings import setting_text
 from ..render.table import figures_text, human
 from . import charts, data
 
@@ -43,6 +45,8 @@ def _environment() -> Environment:
     env.filters["pct"] = lambda v: "—" if v is None else f"{v:.1f} %"
     env.filters["duration"] = lambda v: "—" if v is None else str(dt.timedelta(seconds=int(v)))
     env.filters["figures"] = figures_text
+    env.filters["setting"] = lambda pair: setting_text(*pair)
+    env.filters["release"] = release
     env.filters["when"] = _when
     env.filters["js"] = lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
     env.globals["FAILING"] = data.FAILING
@@ -127,15 +131,23 @@ def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOn
     def _choices() -> list[dict[str, Any]]:
         return data.choices(ledger)
 
+    def _deploy_names() -> list[str]:
+        return data.deploy_names(ledger)
+
     def _diff(a: str, b: str, show_all: bool) -> dict[str, Any] | None:
         return data.diff(ledger, a, b, show_all) if a and b else None
 
     async def diff_page(request: Request) -> Response:
         a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()
         show_all = request.query_params.get("all") == "1"
-        result = await call(_diff, a, b, show_all)
+        try:
+            result, problem = await call(_diff, a, b, show_all), None
+        except LedgerError as exc:  # a reference that names nothing: say so above the form, keep it
+            result, problem = None, str(exc)
         boots = await call(_choices)
-        return page("diff.html", r=result, a=a, b=b, show_all=show_all, boots=boots)
+        deploys = await call(_deploy_names)
+        return page("diff.html", r=result, a=a, b=b, show_all=show_all, boots=boots, deploys=deploys,
+                    problem=problem)
 
     async def diff_json(request: Request) -> Response:
         a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()

@@ -21,9 +21,12 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-OUTCOME_STYLE = {  # colour and marker per boot outcome
+# colour and marker per boot outcome: the pages' CSS (--ready, --crashed, ...) uses the same
+# colours; failed and crashed are both reds (as on the terminal), told apart by a darker shade
+# and the marker
+OUTCOME_STYLE = {
     "ready": ("#2a9d4b", "o"),
-    "crashed": ("#e8890c", "X"),
+    "crashed": ("#8b1a1a", "X"),
     "failed": ("#d62728", "v"),
     "incomplete": ("#8c8c8c", "s"),
 }
@@ -62,11 +65,16 @@ def _figure(panels: int, width: float = 10.0) -> tuple[Figure, list[Any]]:
 
 
 def _time_axis(ax: Any) -> None:
+    """Dates and times people read: ticks never a bare ``05`` of seconds (a short run's ticks
+    say ``01:06:45``), and the offset names the day."""
     import matplotlib.dates as mdates
 
     locator = mdates.AutoDateLocator(maxticks=10)
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    clock = ["%Y", "%b %d", "%b %d", "%H:%M", "%H:%M", "%H:%M:%S"]
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(
+        locator, formats=clock, zero_formats=["", "%Y", "%b %d", "%b %d", "%H:%M", "%H:%M:%S"],
+        offset_formats=["", "%Y", "%Y-%m-%d", "%Y-%m-%d", "%Y-%m-%d", "%Y-%m-%d"]))
 
 
 # -- boots over time (a deploy, the history) ----------------------------------------------------------
@@ -74,17 +82,24 @@ def _time_axis(ax: Any) -> None:
 
 def boots_figure(frame: pd.DataFrame, title: str, link: Callable[[int], str] | None = None) -> Figure:
     """KV tokens, concurrency, KV memory, weights and graph memory of boots against their start
-    time: a thin line per deploy (broken where a figure is missing), a marker per boot coloured
-    and shaped by outcome; ``link(boot)`` makes each marker a link (in SVG)."""
+    time: a thin line per deploy and comparable group (broken where a figure is missing), a
+    marker per boot coloured and shaped by outcome; ``link(boot)`` makes each marker a link (in
+    SVG)."""
     timed = frame[frame["started"].notna()]
     untimed = len(frame) - len(timed)
     fig, axes = _figure(len(BOOT_PANELS))
-    deploys = list(dict.fromkeys(timed["deploy"]))
+    # a line joins the boots of one deploy and one comparable group only (model, KV dtype, TP,
+    # block size, release: the group key): unrelated boots, or a boot whose group is not known,
+    # stand alone
+    grouped = timed[timed["group"].notna()] if "group" in timed else timed.iloc[0:0]
+    series = list(dict.fromkeys(zip(grouped["deploy"], grouped["group"], strict=True)))
     for ax, (col, heading, unit, div) in zip(axes, BOOT_PANELS, strict=True):
         values = timed[col] / div
-        for name in deploys:
-            sel = timed["deploy"] == name
-            ax.plot(timed.loc[sel, "started"], values[sel], color="#9aa5b1", linewidth=1, zorder=1)
+        for name, group in series:
+            sel = (grouped["deploy"] == name) & (grouped["group"] == group)
+            if sel.sum() < 2:
+                continue
+            ax.plot(grouped.loc[sel, "started"], values[sel.index[sel]], color="#9aa5b1", linewidth=1, zorder=1)
         for outcome, (colour, marker) in OUTCOME_STYLE.items():
             sel = (timed["outcome"] == outcome) & values.notna()
             if not sel.any():
@@ -200,6 +215,10 @@ def runtime_series(frame: pd.DataFrame, split: bool = False) -> tuple[dict[str, 
         stats["x"], spec["x"] = stats["line"], spec["line"]
 
     def series_of(rows: pd.DataFrame, col: str) -> pd.Series:
+        if col == "generation_throughput_tps":
+            # decode speed is a figure of intervals that decoded: an idle interval prints 0 t/s,
+            # and averaging it in drew a bin far under the median the report states
+            rows = rows[rows["running_reqs"].fillna(0) > 0]
         values = rows.groupby("x")[col].mean()
         if size:
             return values.resample(size).mean()  # an empty bin is a NaN: a gap
@@ -230,7 +249,7 @@ def runtime_figure(frame: pd.DataFrame, report: dict[str, Any], split: bool = Fa
     summed = not split and any("all engines" in s for s in series.values())
     agg = ", sum of engines" if summed else ", per engine" if split else ""
     panels = [
-        (["generation_throughput_tps"], f"decode throughput{agg}", "tokens/s"),
+        (["generation_throughput_tps"], f"decode throughput{agg} (intervals with running requests)", "tokens/s"),
         (["prompt_throughput_tps"], f"prompt throughput{agg}", "tokens/s"),
         (["gpu_kv_cache_usage_pct"], "GPU KV cache usage" + (", mean of engines" if summed else agg), "%"),
         (["running_reqs", "waiting_reqs"], f"requests: running (solid), waiting (dashed){agg}", "requests"),
@@ -254,6 +273,8 @@ def runtime_figure(frame: pd.DataFrame, report: dict[str, Any], split: bool = Fa
     timed = xlabel == "log time"
     if timed:
         _time_axis(axes[-1])
+        start = frame["at"].min()
+        xlabel = f"{xlabel} from {start:%Y-%m-%d %H:%M:%S}"
     axes[-1].set_xlabel(f"{xlabel} ({how})")
     _mark_crash(axes, report, timed)
     fig.suptitle(f"boot {report['boot']} — {report['deploy']} — {report['outcome']}", fontsize=11)
@@ -273,9 +294,10 @@ def _mark_crash(axes: list[Any], report: dict[str, Any], timed: bool) -> None:
     else:
         at = ended.get("line")
     for ax in axes:
-        ax.axvline(at, color="#d62728", linestyle="--", linewidth=1.2)
+        ax.axvline(at, color=OUTCOME_STYLE["crashed"][0], linestyle="--", linewidth=1.2)
     axes[0].annotate(f"crashed: {', '.join(ended.get('kinds', []))}", xy=(at, 1), xycoords=("data", "axes fraction"),
-                     xytext=(-4, -2), textcoords="offset points", ha="right", va="top", color="#d62728", fontsize=8)
+                     xytext=(-4, -2), textcoords="offset points", ha="right", va="top",
+                     color=OUTCOME_STYLE["crashed"][0], fontsize=8)
 
 
 # -- output ----------------------------------------------------------------------------------------------

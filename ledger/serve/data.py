@@ -23,6 +23,7 @@ from ..diff import diff as diff_boots
 from ..diff import render_diff
 from ..errors import LedgerError
 from ..queries import deploy_name, history, one_deploy, resolve_boot, show
+from ..reconcile import typed_settings
 from ..runtime import runtime_report
 from ..verdicts import FAILING, view_rows
 
@@ -87,8 +88,8 @@ def deploy(ledger: Ledger, ref: str) -> dict[str, Any]:
     with ledger.Session() as s:
         d = one_deploy(s, ref, by_id=True)
         obj = _deploy_obj(d)
-        settings = {r.key: r.value for r in s.execute(
-            select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id)).scalars()}
+        settings = typed_settings({r.key: r.value for r in s.execute(
+            select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id)).scalars()})
         ids = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == d.id)).scalars())
     rows = history(ledger, boot_ids=ids) if ids else []
     return {"deploy": obj, "settings": settings, "boots": rows, "figures": boot_figures(ledger, ids)}
@@ -132,6 +133,13 @@ def diff(ledger: Ledger, a: str, b: str, show_all: bool = False) -> dict[str, An
     return {**result.to_json(), "markdown": render_diff(result, "markdown")}
 
 
+def deploy_names(ledger: Ledger) -> list[str]:
+    """Every deploy's name (its label, else commit/digest), to pick on the diff page: a deploy
+    means its latest boot there as on the command line."""
+    with ledger.Session() as s:
+        return [deploy_name(d) for d in s.execute(select(m.Deploy).order_by(m.Deploy.id)).scalars()]
+
+
 def choices(ledger: Ledger) -> list[dict[str, Any]]:
     """Boots to pick from on the diff page: id, deploy, start, outcome (newest first)."""
     with ledger.Session() as s:
@@ -156,6 +164,9 @@ def boots_frame(ledger: Ledger, rows: list[dict[str, Any]], figures: dict[str, d
                            **{col: r.get(col) for col in BOOT_SERIES}, **figures.get(r["boot"], {})}
                           for r in rows],
                          columns=["boot", "deploy", "outcome", "started", *BOOT_SERIES])
+    ids = [int(r["boot"]) for r in rows]
+    groups = {str(r["boot_id"]): r["group_key"] for r in view_rows(ledger, "boot_kv", ids)} if ids else {}
+    frame["group"] = frame["boot"].map(groups)
     frame["started"] = pd.to_datetime(frame["started"], errors="coerce")
     for col in BOOT_SERIES:
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
