@@ -33,6 +33,8 @@ _TABLES: dict[str, str] = {
     "deploy_setting": "What a person recorded about a deploy with `ledger deploy set` "
                       "(card_ceiling_bytes, host_cap_bytes, kv_reference_boot).",
     "boot": "One start-up of the engine, read from one region of one log file.",
+    "boot_origin": "What a container's or a unit's runtime said about a boot (`ledger ingest --container/--unit`): "
+                   "container id and name, image digest, created and started times, restart count, run, OCI labels.",
     "shape": "A boot's configuration as printed (engine args, config dump): one key per row.",
     "fact": "A figure a boot printed, with its evidence: line number, raw line, printed precision.",
     "failure": "A failure a boot printed: kind, phase, the stating line and its figures (JSON).",
@@ -115,6 +117,10 @@ _COLUMNS: dict[str, dict[str, str]] = {
         "request_lines": "Request lines (Received request, Added request) counted in the boot.",
         "ingested_at": "When `ledger ingest` stored it (ISO 8601, UTC).",
         "content_sha256": "The boot's identity: sha256 over every line it was read from.",
+    },
+    "boot_origin": {
+        "key": "container_id, container_name, image_digest, restart_count, run, oci_revision, unit, ...",
+        "value": "The value the runtime reported.",
     },
     "shape": {
         "key": "The configuration key (max_model_len, kv_cache_dtype, ...).",

@@ -90,7 +90,7 @@ def test_a_deploy_id_names_its_deploy_in_history(db, cli):
 def test_a_deploy_id_names_its_deploy_in_deploy_set(db, cli):
     cli("ingest", str(F008), "--label", "a")
     r = cli("deploy", "set", "deploy:1", "host_cap_bytes=1GiB")
-    assert r.exit_code == 0 and r.output == "a: host_cap_bytes=1073741824\n"
+    assert r.exit_code == 0 and r.output == "a: host_cap_bytes=1.00 GiB (1,073,741,824)\n"
 
 
 def test_deploy_ids_name_the_deploys_of_a_diff(db, cli):
