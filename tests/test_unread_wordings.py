@@ -49,8 +49,6 @@ UNREAD = {
     ("049", 13): _PADDING,
     ("049", 17): _PADDING,
     ("053", 13): "gpustack's own profiling logger, not a vLLM line",
-    ("201", 14): "IPython's 'RuntimeError  Traceback (most recent call last)' names the class; the message is cut",
-    ("202", 12): "IPython's 'RuntimeError  Traceback (most recent call last)' names the class; the message is cut",
     ("209", 11): _COMPILE_PART,
     ("211", 18): "checkpoint size on disk and host RAM (the loader's prefetch inputs), not GPU memory",
     ("211", 21): "'JIT kernel warmup finished in X s': a warm-up step inside init, no vocabulary name",

@@ -231,6 +231,7 @@ class BootAssembler:
                 for boot, counts in zip(self.boots, per_boot, strict=True):
                     boot.access_lines = boot.request_lines = 0
                     _credit(boot, counts)
+                    _served(boot)
                     self._seal(boot)
                 return self.boots
         return []
@@ -681,6 +682,7 @@ def _decide(boot: Boot, work: _Work) -> None:
     implied = work.up_line is not None or any(f.implies_up for f in failures)
     if not failures:
         boot.outcome = Outcome.ready if boot.ready_line is not None else Outcome.incomplete
+        _served(boot)
     elif up or implied:
         boot.outcome = Outcome.crashed
     else:
@@ -692,6 +694,13 @@ def _decide(boot: Boot, work: _Work) -> None:
             f.phase = Phase.runtime
             continue
         f.phase = hinted[id(f)] or _PHASE_AFTER[f.progress]
+
+
+def _served(boot: Boot) -> None:
+    """facts.md "ready": serving activity — a request received or answered (the counted request
+    and access lines) — makes a boot with no failure ready, even where no start-up line was read."""
+    if boot.outcome == Outcome.incomplete and not boot.failures and (boot.access_lines or boot.request_lines):
+        boot.outcome = Outcome.ready
 
 
 def _hinted_phase(work: _Work, f: Failure) -> Phase | None:

@@ -476,6 +476,10 @@ def _exception(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | No
     return out
 
 
+def _exception_class(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
+    return {FailureFigure.exception: m.group("e")}
+
+
 def _signal(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     return {FailureFigure.signal: abs(int(m.group("s")))} if "s" in m.re.groupindex and m.group("s") else {}
 
@@ -605,6 +609,11 @@ FAILURE_RULES = [
     # distributed execution." (the exception itself follows in the traceback)
     _failure("error_executing_method", "Error executing method ", FailureKind.exception,
              r"^Error executing method \S+", fallback=True),
+    # IPython's (Jupyter, Colab) traceback header names the class, "RuntimeError      Traceback (most
+    # recent call last)"; its message comes at the end, which a paste often cuts
+    _failure("exception_ipython", "Traceback (most recent call last)", FailureKind.exception,
+             r"^(?:[A-Za-z_]\w*\.)*(?P<e>[A-Z]\w*(?:Error|Exception))\s+Traceback \(most recent call last\)",
+             extract=_exception_class, fallback=True),
     # any other exception stated (facts.md "exception"): only where no other failure rule reads the line
     _failure("exception_error", "Error: ", FailureKind.exception, _EXCEPTION, extract=_exception, fallback=True),
     _failure("exception_exception", "Exception: ", FailureKind.exception, _EXCEPTION, extract=_exception,
@@ -786,10 +795,14 @@ BUILTIN_RULES: list[Rule] = (
 )
 
 # Failure wordings other programs print too (torch, pydantic, the ROCm runtime, abseil's signal
-# handler): read in a vLLM log, but they do not make a file one.
+# handler, NCCL, the shell, Python's exceptions): read in a vLLM log, but they do not make a file one.
 _SHARED_WORDINGS = frozenset({
     "oom", "cuda_error", "cuda_error_custom_ar", "pydantic_validation", "pydantic_value_error",
     "worker_signal", "rocm_hw_exception",
+    # torch's, NCCL's, the shell's and Python's own: any program's log may print them
+    "oom_driver", "nccl_error", "nccl_watchdog", "nccl_watchdog_frame", "hccl_error", "gloo_error",
+    *(r.name for r in FAILURE_RULES if r.name.startswith(("nccl_ncc", "c10d_"))),
+    "timeout_error", "shell_killed", "exception_error", "exception_exception", "exception_ipython",
 })
 _OWN_RULES = frozenset(id(r) for r in BUILTIN_RULES if r.name not in _SHARED_WORDINGS)
 
