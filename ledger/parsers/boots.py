@@ -606,7 +606,11 @@ def _fill_defaults(boot: Boot, work: _Work) -> None:
 def _merge(into: Failure, other: Failure) -> None:
     for name, value in other.figures.items():
         if name == "message" and "message" in into.figures and into.figures["message"] != value:
-            into.figures["message"] = f"{into.figures['message']}: {value}"
+            old = into.figures["message"]
+            if value in old or old in value:  # two rules read one statement (one line): its longer reading
+                into.figures["message"] = max(old, value, key=len)
+            else:
+                into.figures["message"] = f"{old}: {value}"
         else:
             into.figures.setdefault(name, value)
     for name, p in other.precision.items():
