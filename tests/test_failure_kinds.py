@@ -173,3 +173,23 @@ def test_a_start_up_that_ends_in_a_traceback_is_never_incomplete(prefix):
 def test_serving_activity_alone_is_ready():
     boot = boot_of("420")  # a request received and answered, then the excerpt is cut
     assert (boot.outcome, boot.request_lines, boot.access_lines, boot.failures) == ("ready", 1, 1, [])
+
+
+def test_a_requests_exception_the_engine_serves_on_after_is_no_failure():
+    stats = ("(APIServer pid=1) INFO 10-14 17:00:48 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
+             "Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%, "
+             "Prefix cache hit rate: 0.0%\n")
+    err = ("(APIServer pid=1) ERROR 10-14 17:00:49 [serving_chat.py:251] ValueError: This model's maximum context "
+           "length is 4096 tokens. However, you requested 5000 tokens.\n")
+    (boot,) = parsers.parse_text(stats + err + stats.replace("17:00:48", "17:00:58"), year=2026)
+    assert (boot.outcome, boot.failures) == ("ready", [])
+
+
+def test_an_exception_that_ends_the_served_engine_is_a_crash():
+    stats = ("(APIServer pid=1) INFO 10-14 17:00:48 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
+             "Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%, "
+             "Prefix cache hit rate: 0.0%\n")
+    err = "(EngineCore_DP0 pid=7) ERROR 10-14 17:00:49 [core.py:1] AssertionError: block table overflow\n"
+    (boot,) = parsers.parse_text(stats + err, year=2026)
+    assert (boot.outcome, [(f.kind, f.phase, f.figures["exception"]) for f in boot.failures]) == (
+        "crashed", [("exception", "runtime", "AssertionError")])

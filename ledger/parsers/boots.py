@@ -184,6 +184,7 @@ class _Work:
     tb_head: tuple[int, str, int | None, str | None, str | None] | None = None
     tb_last: int = 0
     tb_vllm: bool = False  # a line of it is vLLM's
+    last_alive: int = 0  # the last line that shows the engine up (a start-up-complete line, a sample)
 
 
 class BootAssembler:
@@ -302,7 +303,7 @@ class BootAssembler:
         if out:
             self._emit(boot, out)
         self._ready(boot, work, first.line, first.timestamp, None)
-        work.last_event = samples[-1].line
+        work.last_event = work.last_alive = samples[-1].line
         return finished
 
     def _boot_for(self, number: int, offset: int | None, process: str | None, pid: int | None,
@@ -432,6 +433,7 @@ class BootAssembler:
 
     def _ready(self, boot: Boot, work: _Work, number: int, timestamp: str | None, year: int | None) -> None:
         work.moved_on = True
+        work.last_alive = max(work.last_alive, number)
         if boot.ready_line is None:
             boot.ready_line = number
             if timestamp:
@@ -673,7 +675,11 @@ def _decide(boot: Boot, work: _Work) -> None:
     """Outcome and failure phases, per facts.md: a phase the text tells, else the traceback's
     frames, else how far the boot had got; frames of the serving path show the engine had come
     up, so the boot crashed."""
-    failures = sorted(boot.failures, key=lambda f: f.line)
+    # an exception the engine served on after (a request's error, logged with its traceback, and
+    # stats records after it) did not end it: facts.md "exception" is one that ends a start-up or
+    # a served engine
+    failures = sorted((f for f in boot.failures if not (f.kind == FailureKind.exception and work.last_alive > f.line)),
+                      key=lambda f: f.line)
     boot.failures = failures
     hinted = {id(f): _hinted_phase(work, f) for f in failures if f.phase is None}
     for f in failures:
