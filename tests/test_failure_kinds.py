@@ -193,3 +193,9 @@ def test_an_exception_that_ends_the_served_engine_is_a_crash():
     (boot,) = parsers.parse_text(stats + err, year=2026)
     assert (boot.outcome, [(f.kind, f.phase, f.figures["exception"]) for f in boot.failures]) == (
         "crashed", [("exception", "runtime", "AssertionError")])
+
+
+def test_v0s_error_executing_method_is_an_exception():
+    boot = text("Error executing method determine_num_available_blocks. This might cause deadlock in distributed "
+                "execution.", hdr="(RayWorkerWrapper pid=5) ERROR 05-10 16:00:15 worker_base.py:464] ")
+    assert [(f.kind, f.phase) for f in boot.failures] == [("exception", "unknown")]
