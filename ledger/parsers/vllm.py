@@ -449,7 +449,8 @@ def _failure(name: str, anchor: str, kind: FailureKind, pattern: str | None = No
 
 # "ValueError: Free memory on device cuda:1 (19.77/22.05 GiB) on startup is less than desired GPU
 # memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used
-# by other processes." (V1 worker start-up check, request_memory; the device name is newer)
+# by other processes." (V1's worker start-up check; not in ref: from fixtures/real/401 — an older
+# form without the device name, "on device (F/T GiB)", is read too)
 _STARTUP_MEMORY = re.compile(
     rf"Free memory on device (?:\S+ )?\((?P<f>{DEC})/(?P<t>{DEC}) GiB\) on startup is less than desired "
     rf"GPU memory utilization \((?P<u>{DEC}), (?P<r>{DEC}) GiB\)")
@@ -595,9 +596,10 @@ FAILURE_RULES = [
     _failure("gloo_error", "Gloo connectFullMesh failed", FailureKind.comm_error, r"(?P<m>Gloo connectFullMesh failed.*)$"),
     *[_failure(f"c10d_{name}", name, FailureKind.comm_error, rf"\b{name}\b:? ?(?P<m>.*)$")
       for name in ("DistStoreError", "DistNetworkError", "DistBackendError")],
-    # the engine stopped answering: V1 multiproc_executor "RPC call to %s timed out." (0.11+, the
-    # TimeoutError's message), and any TimeoutError stated; shm_broadcast's "No available shared
-    # memory broadcast block found in 60 second" is a warning and not read
+    # the engine stopped answering: V1 multiproc_executor's "RPC call to %s timed out." (the
+    # TimeoutError's message; not in ref: the wording of fixtures/real/409-410's threads), and any
+    # TimeoutError stated; shm_broadcast's "No available shared memory broadcast block found in 60
+    # second" is a warning and not read
     _failure("rpc_timeout", "timed out", FailureKind.timeout, r"(?P<m>RPC call to \S+ timed out)"),
     _failure("timeout_error", "TimeoutError", FailureKind.timeout, r"^(?:[A-Za-z_]\w*\.)*TimeoutError\b:? ?(?P<m>.*)$"),
     # a process killed by a signal: the shell's bare "Killed" (the kernel's OOM killer, most often);
