@@ -487,7 +487,9 @@ def _signal(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
 
 FAILURE_RULES = [
     # torch: "CUDA out of memory. Tried to allocate <S>…" under torch.OutOfMemoryError,
-    # torch.cuda.OutOfMemoryError, RuntimeError, or re-raised as "Worker failed with error '…'"
+    # torch.cuda.OutOfMemoryError, RuntimeError, or re-raised as "Worker failed with error '…'"; also
+    # vLLM's own re-raise "CUDA out of memory occurred when warming up sampler with %d dummy requests.
+    # Please try lowering `max_num_seqs` or `gpu_memory_utilization` …" (V1 0.8.x; fixtures/real/415)
     _failure("oom", "CUDA out of memory", FailureKind.oom, r"CUDA out of memory", extract=_oom, wraps=True),
     # V0 worker.py 0.4.1-0.10.2: "The model's max seq len ({max_model_len}) is larger than the
     # maximum number of tokens that can be stored in KV cache ({max_seq_len})."
