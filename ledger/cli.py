@@ -218,14 +218,16 @@ _COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
               help="Year of the log's MM-DD timestamps (default: a year the log prints, else the file's mtime).")
 @click.option("--grammar", "grammars", multiple=True, metavar="PACK",
               help="A grammar pack (TOML file, or the name of a bundled pack) for a fork's own lines. Repeatable.")
+@click.option("--force", is_flag=True,
+              help="Read a text that reads as prose quoting vLLM lines (a README, notes, a commit message) anyway.")
 @format_option(formats=("table", "json", "jsonl"))
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @db_option
 def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, unit: str | None,
            journal_since: str | None, journal_until: str | None, journal_files: tuple[str, ...],
            journal_dir: str | None, commit: str | None, image: str | None, label: str | None, relabel: bool,
-           repo: str | None, at_boot_time: bool, year: int | None, grammars: tuple[str, ...], fmt: str,
-           as_json: bool, db: str | None) -> None:
+           repo: str | None, at_boot_time: bool, year: int | None, grammars: tuple[str, ...], force: bool,
+           fmt: str, as_json: bool, db: str | None) -> None:
     """Read vLLM logs into the ledger: a container's, a systemd unit's, or files (plain, .gz,
     .zst, or - for stdin).
 
@@ -244,6 +246,7 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
       ledger ingest --repo ~/deploy fixtures/real/*.log
       ledger ingest --grammar radiance --label bf16-2slot boot.log
       ledger ingest boot.log --format json    # the stored boots as export objects
+      ledger ingest --force notes.md          # a text that quotes vLLM lines in prose
     """
     from ledger import parsers
     from ledger.parsers.packs import discover, pack_rules
@@ -288,9 +291,10 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
     # ledger opens (they are what the imports below cost)
     from .ingest import start_parse
 
-    started = start_parse(logs[0], rules, year) if logs[0] != "-" else None
+    started = start_parse(logs[0], rules, year, force) if logs[0] != "-" else None
     try:
-        _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started, relabel, at_boot_time)
+        _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started, relabel, at_boot_time,
+                    force=force)
     finally:
         if started is not None:
             started.close()
@@ -299,7 +303,7 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
 def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
                 repo: str | None, year: int | None, rules: Any, fmt: str, db: str | None,
                 started: Any, relabel: bool = False, at_boot_time: bool = False, origin: Any = None,
-                log: Any = None) -> None:
+                log: Any = None, force: bool = False) -> None:
     from .db.connect import open_writer
     from .db.writes import DeployInfo, check_label, deploy_names
     from .ingest import at_boot_time as per_boot_commit
@@ -340,7 +344,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 assert path is not None
                 shown = printable(path)  # a file name that is not UTF-8 prints (and is stored) escaped
                 progress = _Progress(path) if sys.stderr.isatty() else None
-                result = ingest_file(writer, path, info, rules, year=year, progress=progress,
+                result = ingest_file(writer, path, info, rules, year=year, progress=progress, force=force,
                                      on_stored=_streamed(path, as_json, progress, writer, names) if path == "-"
                                      else None,
                                      started=started if i == 0 else None,

@@ -1,7 +1,7 @@
 """Boots from where they run: what a container's or a unit's runtime reported about a boot.
 
 Revision ID: 0006_deploy_identity
-Revises: 0004_scale
+Revises: 0005_one_name_per_figure
 Create Date: 2026-12-01
 
 * ``boot_origin``: (boot, key, value) rows written by ``ledger ingest --container`` and
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006_deploy_identity"
-down_revision = "0004_scale"
+down_revision = "0005_one_name_per_figure"
 branch_labels = None
 depends_on = None
 
