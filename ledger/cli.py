@@ -33,15 +33,18 @@ _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 def db_option(f):
-    return click.option("--db", "db", envvar="LEDGER_DB", metavar="PATH|URL", help=DB_HELP)(f)
+    # no envvar here: click would fill the subcommand's --db from $LEDGER_DB, and that would beat
+    # the group's flag (``LEDGER_DB=a.db ledger --db b.db rm 1`` removed boot 1 from a.db)
+    return click.option("--db", "db", metavar="PATH|URL", help=DB_HELP)(f)
 
 
 def _db(db: str | None) -> str | None:
-    """The subcommand's --db, else the group's (``ledger --db X history``), else env/default."""
+    """The subcommand's --db, else the group's (``ledger --db X history``); None leaves
+    ``$LEDGER_DB``, else the default file, to ``ledger.db.location.resolve_url``."""
     if db:
         return db
     ctx = click.get_current_context(silent=True)
-    return ctx.find_root().params.get("db") if ctx else None
+    return (ctx.find_root().params.get("db") or None) if ctx else None
 
 
 def _say_upgraded(backup: Any) -> None:
