@@ -48,6 +48,74 @@ def test_sql_refuses_a_second_statement_on_every_database(db, cli, statement):
         assert rows(db, "SELECT count(*) FROM pg_roles WHERE rolname = 'ledger_intruder_second'") == [(0,)]
 
 
+# what a hostile trial of a04ea7c sent: sqlparse counted one statement (``#`` starts a MySQL
+# comment for it, ``'\\'`` an escaped quote), PostgreSQL ran four and the facts were gone
+TRIAL = [
+    "VALUES (1 # 2); SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; COMMIT; DELETE FROM fact",
+    "VALUES (1 # 2); SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; COMMIT; DROP SCHEMA public CASCADE",
+    "SELECT '\\'; SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; COMMIT; DELETE FROM fact; -- '",
+]
+
+
+@pytest.mark.parametrize("statement", TRIAL)
+def test_sql_the_trials_texts_change_nothing(db, cli, statement):
+    cli("ingest", str(F008))
+    before = rows(db, "SELECT count(*) FROM fact")
+    r = cli("sql", statement)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    if IS_PG:  # SQLite stops at the '#' (not SQL there)
+        assert "one statement at a time" in r.output
+    assert rows(db, "SELECT count(*) FROM fact") == before
+    assert cli("history").exit_code == 0  # the schema is there
+
+
+@postgres_only
+@pytest.mark.parametrize("statement", [
+    "SELECT $$;$$; DELETE FROM fact",
+    "SELECT $x$ ; $x$ ; DELETE FROM fact",
+    "SELECT 1 /* ; */ ; DELETE FROM fact",
+    "SELECT 1 -- ;\n; DELETE FROM fact",
+    "VALUES (1); DELETE FROM fact",
+    "TABLE fact; DELETE FROM fact",
+    "EXPLAIN SELECT 1; DELETE FROM fact",
+    "SELECT E'\\''; DELETE FROM fact; SELECT ''",
+])
+def test_sql_on_postgresql_the_server_refuses_a_second_statement(db, cli, statement):
+    cli("ingest", str(F008))
+    before = rows(db, "SELECT count(*) FROM fact")
+    r = cli("sql", statement)
+    assert r.exit_code == 2 and "one statement at a time" in r.output and len(r.output.strip().splitlines()) == 1
+    assert rows(db, "SELECT count(*) FROM fact") == before
+
+
+@pytest.mark.parametrize("statement,expected", [
+    ("VALUES (7)", "7"),
+    ("EXPLAIN SELECT count(*) FROM fact", "fact" if IS_PG else "OpenRead"),
+    ("SELECT ';' AS x -- ; DELETE FROM fact", ";"),
+    ("SELECT /* ; DELETE FROM fact; */ 'kept' AS x", "kept"),
+    ("SELECT 'it''s; fine' AS x", "it's; fine"),
+])
+def test_sql_reads_one_statement_with_semicolons_inside(db, cli, statement, expected):
+    cli("ingest", str(F008))
+    r = cli("sql", statement, "--format", "csv")
+    assert r.exit_code == 0 and expected in r.output, r.output
+
+
+@postgres_only
+@pytest.mark.parametrize("statement,expected", [
+    ("TABLE deploy", "identity"),
+    ("SELECT $$a;b$$ AS x", "a;b"),
+    ("SELECT $q$ '; DELETE FROM fact; $q$ AS x", "'; DELETE FROM fact;"),
+    ("SELECT 5 # 3 AS x", "6"),  # '#' is PostgreSQL's XOR, not a comment
+    ("SELECT '100%' AS x", "100%"),
+    ("SHOW transaction_read_only", "on"),
+])
+def test_sql_on_postgresql_reads_what_sqlparse_misread(db, cli, statement, expected):
+    cli("ingest", str(F008))
+    r = cli("sql", statement, "--format", "csv")
+    assert r.exit_code == 0 and expected in r.output, r.output
+
+
 @pytest.mark.parametrize("statement", ["ROLLBACK;", "END;", "ABORT;", "COMMIT"])
 def test_sql_ending_the_transaction_alone_changes_nothing(db, cli, statement):
     cli("ingest", str(F008))
