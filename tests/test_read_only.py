@@ -258,6 +258,43 @@ def test_shown_url_hides_what_sqlalchemy_hides():
                 "sqlite:////tmp/x.db", "postgresql://u:a:b@h/db?sslmode=require"]:
         assert shown_url(url) == make_url(url).render_as_string(hide_password=True)
     assert "cr" not in shown_url("postgresql://u:s3/cr@et@h/db")  # an unescaped '@' is hidden too
+    assert "cr" not in shown_url("postgresql://u:s3?cr@et@h/db?sslmode=require")  # and a '?'
+
+
+@pytest.mark.parametrize("url", [
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?password={SECRET}",
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?sslmode=require&password={SECRET}&x=1",
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?sslpassword={SECRET}",
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?PASSWORD={SECRET}",
+    f"postgresql+psycopg://ledger:{SECRET}@127.0.0.1:1/ledgerdb?password={SECRET}",
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?password=a%26{SECRET}",
+])
+def test_shown_url_hides_a_password_in_the_query_string(url):
+    from ledger.db.location import shown_url
+
+    shown = shown_url(url)
+    assert SECRET not in shown and "=***" in shown
+    assert shown.startswith("postgresql+psycopg://ledger") and "/ledgerdb?" in shown
+
+
+def test_shown_url_keeps_the_other_query_options():
+    from ledger.db.location import shown_url
+
+    assert (shown_url(f"postgresql://u@h/d?sslmode=require&password={SECRET}&application_name=x")
+            == "postgresql://u@h/d?sslmode=require&password=***&application_name=x")
+
+
+@pytest.mark.parametrize("command", [["history"], ["db", "current"], ["ingest", str(F008)], ["db", "upgrade"]])
+def test_an_error_hides_a_password_in_the_query_string(cli, command):
+    r = cli("--db", f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?password={SECRET}", *command)
+    assert r.exit_code == 2 and SECRET not in r.output and len(r.output.strip().splitlines()) == 1
+
+
+@postgres_only
+def test_db_current_hides_a_password_in_the_query_string_of_a_real_server(cli, db):
+    cli("ingest", str(F008))
+    r = cli("db", "current", "--db", f"{db}?password={SECRET}")  # the test server trusts local users
+    assert r.exit_code == 0 and SECRET not in r.output and "password=***" in r.output
 
 
 # -- 9. read commands never write ---------------------------------------------------------------------
