@@ -170,3 +170,37 @@ def test_the_owners_write_names_the_files_another_users_read_left(folder):
         path.with_name(path.name + suffix).unlink()
     r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
     assert r.exit_code == 0, r.output
+
+
+# -- a ledger whose -wal holds committed transactions, read where no -shm can be made ----------
+
+
+def _wal_left_by_a_killed_writer(path: Path, label: str) -> None:
+    """Commit a change into the ledger's -wal and die before it is written back (SIGKILL-like:
+    no close, no checkpoint)."""
+    import subprocess
+    import sys
+
+    code = ("import os, sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('PRAGMA wal_autocheckpoint = 0')\n"
+            "c.execute('UPDATE deploy SET label = ?', (sys.argv[2],))\n"
+            "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code, str(path), label], check=True)
+    assert path.with_name(path.name + "-wal").stat().st_size > 0
+
+
+def test_committed_data_in_a_leftover_wal_is_never_dropped_silently(folder):
+    ro = folder / "ro"
+    ro.mkdir()
+    path = _ledger(ro)
+    _wal_left_by_a_killed_writer(path, "from-the-wal")
+    path.with_name(path.name + "-shm").unlink()  # copied without it, or a snapshot: no -shm to read the -wal by
+    _owned_by_root_or_locked(ro, 0o755)  # nobody can make one
+    r = run_as_user("--db", str(path), "sql", "select label from deploy", "--format", "csv")
+    if r.exit_code == 0:
+        assert "from-the-wal" in r.stdout, r.output  # read with the -wal
+    else:
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+        assert "ledger.db-wal" in r.output and "read-only" in r.output, r.output  # says why
+    assert path.with_name(path.name + "-wal").stat().st_size > 0  # and left it as it was

@@ -164,7 +164,10 @@ def connect_read(path: Path) -> sqlite3.Connection:
             if os.access(path.parent, os.W_OK):
                 raise LedgerError(f"{path}: cannot open the ledger: {exc}") from None
             # a WAL file whose -shm SQLite cannot create ("unable to open", "attempt to write a
-            # readonly database"): nobody can be writing it either
+            # readonly database"): nobody can be writing it either.  Opened immutable, SQLite
+            # reads the file alone: transactions committed into a -wal (by a writer that was cut
+            # short) would be silently missing, so a -wal that holds any frame is refused
+            _refuse_unreadable_wal(path, exc)
             conn = _ReadConnection(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
     except BaseException:
         _read_closed(key)
@@ -173,6 +176,23 @@ def connect_read(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA query_only = ON")
     return conn
+
+
+_WAL_HEADER_BYTES = 32  # a -wal no longer than its header holds no transaction
+
+
+def _refuse_unreadable_wal(path: Path, exc: Exception) -> None:
+    wal = path.with_name(path.name + "-wal")
+    try:
+        size = wal.stat().st_size
+    except OSError:
+        return  # no -wal: the file is the whole ledger
+    if size <= _WAL_HEADER_BYTES:
+        return
+    raise LedgerError(f"{path}: cannot read the ledger: {wal.name} holds transactions not yet written back "
+                      f"into the file, and SQLite cannot make the {path.name}-shm it needs to read them in the "
+                      f"read-only folder {path.parent} ({exc}); open the ledger once where its folder is "
+                      f"writable, or copy {path.name} and {wal.name} together to a writable folder")
 
 
 class _ReadConnection(sqlite3.Connection):
