@@ -444,3 +444,24 @@ def test_other_commands_import_no_web_or_chart_modules(db):
             " if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_a_boot_id_no_database_holds_is_a_404(db, cli):
+    """A 5,000-digit id (past int()'s 4,300-digit limit) or a digit int() does not read is
+    no boot: a 404, not a 500 with a traceback in the server's log."""
+    import urllib.error
+    import urllib.request
+    from urllib.parse import quote
+
+    cli("ingest", str(next(REAL.glob("008_*.log"))), "--label", "D")
+    proc, base = _start(db)
+    try:
+        for ref in ("9" * 5000, "\u00b2"):
+            for path in (f"/boot/{ref}", f"/api/boot/{ref}", f"/api/boot/{ref}/runtime", f"/deploy/{ref}",
+                         f"/api/deploy/{ref}", f"/diff?a={ref}&b=1", f"/api/diff?a=1&b={ref}"):
+                with pytest.raises(urllib.error.HTTPError) as refused:
+                    urllib.request.urlopen(base + quote(path, safe="/?=&"), timeout=60)
+                assert refused.value.code == 404, path
+    finally:
+        code, err = _stop(proc)
+    assert code == 0 and "Traceback" not in err, err
