@@ -60,6 +60,23 @@ def test_a_boot_id_no_database_holds_is_one_line(db, cli, tmp_path, args, ref):
     assert rows(db, "SELECT count(*) FROM boot") == [(1,)]
 
 
+@pytest.mark.parametrize("url", [
+    "postgresql+psycopg://ledger:pw@127.0.0.1:x/db",  # a port that is no number
+    "postgresql+psycopg://ledger:pw@[::1/db",  # an IPv6 host without its ']'
+    "postgresql+psycopg://ledger:pw@127.0.0.1:99999999/db",  # a port past 65535
+])
+@pytest.mark.parametrize("command", [
+    ["history"], ["ingest", str(F008)], ["db", "upgrade"], ["db", "current"], ["sql", "SELECT 1"], ["serve"],
+    ["copy", "{url}", "{tmp}/copy.db"], ["copy", "{tmp}/src.db", "{url}"],
+])
+def test_a_malformed_url_is_one_line(cli, tmp_path, monkeypatch, command, url):
+    monkeypatch.delenv("LEDGER_DB", raising=False)
+    cli("--db", str(tmp_path / "src.db"), "ingest", str(F008))
+    args = [a.replace("{url}", url).replace("{tmp}", str(tmp_path)) for a in command]
+    line = _one_line_error(cli(*args) if command[0] == "copy" else cli("--db", url, *args))
+    assert "pw" not in line and "not a database path or SQLAlchemy URL" in line, line
+
+
 @pytest.fixture(scope="module")
 def runtime_log(tmp_path_factory):
     path = tmp_path_factory.mktemp("big") / "runtime.log"
