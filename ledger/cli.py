@@ -529,7 +529,7 @@ def _facts_csv(objs: Iterable[dict[str, Any]]) -> Iterator[str]:
 @click.argument("query")
 @format_option()
 @click.option("--timeout", type=click.FloatRange(min=0), default=120, show_default=True,
-              help="Stop the query after this many seconds (0: no limit).")
+              help="Stop the query after this many seconds (from 0.001; 0: no limit).")
 @db_option
 def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
     """Run one read-only SQL query on the ledger and print the result.
@@ -541,9 +541,10 @@ def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
       ledger sql "SELECT boot_id, value FROM fact WHERE name = 'kv_cache_tokens'"
       ledger sql "SELECT outcome, count(*) FROM boot GROUP BY outcome" --format csv
     """
-    from .db.readonly import run_sql
+    from .db.readonly import check_timeout, run_sql
     from .render import rows_stream
 
+    check_timeout(timeout)  # before the ledger is opened: a bad option is said first
     # rows go out as they come (a result of millions of rows is never held); Ctrl-C stops it
     with _reading(db) as ledger, run_sql(ledger, query, timeout) as result:
         for piece in rows_stream(result.rows, result.columns, fmt, flexible=result.columns):

@@ -155,6 +155,23 @@ def test_sql_has_a_timeout(db, cli):
     assert r.exit_code == 2 and "stopped after 1 s" in r.output and len(r.output.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("timeout", ["nan", "inf", "1e400", "1e-300", "0.0001", "1e10"])
+def test_sql_refuses_a_timeout_that_is_no_limit_in_disguise(db, cli, timeout):
+    """nan and 1e-300 once meant no limit (the deadline never passed; 0 ms on PostgreSQL),
+    inf and 1e400 a traceback on PostgreSQL, 1e10 s is past what PostgreSQL can hold."""
+    cli("ingest", str(F008))
+    r = cli("sql", "SELECT 1", "--timeout", timeout)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.strip().splitlines()[-1].startswith("Error: ") and "--timeout" in r.output, r.output
+
+
+@pytest.mark.parametrize("timeout", ["0", "0.5", "30"])
+def test_sql_takes_a_finite_timeout_or_zero(db, cli, timeout):
+    cli("ingest", str(F008))
+    r = cli("sql", "SELECT count(*) AS n FROM boot", "--timeout", timeout, "--format", "csv")
+    assert r.exit_code == 0 and r.output.split() == ["n", "1"], r.output
+
+
 @sqlite_only
 def test_sql_stops_on_ctrl_c(db, cli, tmp_path):
     cli("ingest", str(F008))

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -73,6 +74,21 @@ def one_statement(query: str) -> str:
     return query
 
 
+MIN_TIMEOUT = 0.001  # seconds: PostgreSQL's statement_timeout counts milliseconds
+MAX_TIMEOUT = (2**31 - 1) / 1000  # seconds: statement_timeout is an int of milliseconds (24.8 days)
+
+
+def check_timeout(timeout: float) -> None:
+    """``--timeout``: 0 for no limit, else a finite number of seconds from 1 ms to 24.8 days.
+    Anything else once meant no limit in disguise (nan: a deadline never passed; 1e-300: 0 ms,
+    PostgreSQL's "none") or a traceback (inf, 1e400: no int)."""
+    if timeout == 0:
+        return
+    if not (math.isfinite(timeout) and MIN_TIMEOUT <= timeout <= MAX_TIMEOUT):
+        raise LedgerError(f"sql: --timeout {timeout:g}: give seconds from {MIN_TIMEOUT:g} to {int(MAX_TIMEOUT):,} "
+                          f"(0 for no limit)")
+
+
 class Result:
     """A running query: ``columns`` and the ``rows`` iterator; ``close()`` ends it."""
 
@@ -83,6 +99,7 @@ class Result:
 @contextmanager
 def run_sql(ledger: Ledger, query: str, timeout: float = DEFAULT_TIMEOUT) -> Iterator[Result]:
     """The query's columns and its rows, streamed while the block runs."""
+    check_timeout(timeout)
     one_statement(query)
     path = sqlite_file(ledger.url)
     if ledger.is_sqlite:
@@ -191,7 +208,7 @@ def _run_on_server(ledger: Ledger, query: str, timeout: float) -> Iterator[Resul
                 # a session that is read only, so that even a statement that ended the
                 # transaction could not write in the next one
                 cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-                cur.execute(f"SET statement_timeout = {int(timeout * 1000)}")
+                cur.execute(f"SET statement_timeout = {round(timeout * 1000)}")
             conn.autocommit = False
             conn.read_only = True  # psycopg begins each transaction READ ONLY
             cur, rows = _server_rows(conn, query)
