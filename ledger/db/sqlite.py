@@ -313,9 +313,13 @@ def build_new(conn: sqlite3.Connection) -> None:
 
 
 def backup(path: Path, rev: str) -> Path:
-    """A consistent copy of a SQLite ledger (the online backup API, so WAL content is kept)."""
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.name}.{rev}.{stamp}.bak")
+    """A consistent copy of a SQLite ledger (the online backup API, so WAL content is kept),
+    under a name of its revision that an upgrade cut short (SIGKILL) leaves for the next one
+    to write again: one backup however often the upgrade is killed.  ``keep_backup`` gives it
+    its time once the upgrade is committed."""
+    target = path.with_name(f"{path.name}.{rev}.{UPGRADING}.bak")
+    for left in (target, target.with_name(target.name + "-journal")):  # a copy cut short, and its journal
+        left.unlink(missing_ok=True)
     src = sqlite3.connect(str(path))
     try:
         dst = sqlite3.connect(str(target))
@@ -325,6 +329,17 @@ def backup(path: Path, rev: str) -> Path:
     finally:
         src.close()
     return target
+
+
+UPGRADING = "upgrading"  # in the name of a backup whose upgrade is not committed yet
+
+
+def keep_backup(target: Path) -> Path:
+    """The backup of a committed upgrade, named with the time: ``ledger.db.<rev>.<stamp>.bak``."""
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    kept = target.with_name(target.name.replace(f".{UPGRADING}.bak", f".{stamp}.bak"))
+    os.replace(target, kept)
+    return kept
 
 
 def completions(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
