@@ -13,6 +13,7 @@ import datetime as dt
 import os
 import sqlite3
 import struct
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import quote
@@ -110,6 +111,8 @@ def _foreign_sidecar(path: Path, side: Path, sidecars: list[Path]) -> str:
     import pwd
 
     uid = side.stat().st_uid
+    if uid == os.geteuid():
+        return f"{path}: cannot write the ledger: its {side.name} is read-only"
     try:
         owner = f"user {pwd.getpwuid(uid).pw_name}"
     except KeyError:
@@ -241,6 +244,8 @@ def _tidy(path: Path) -> None:
     them, the -wal is empty (a reader writes no frame), no connection anywhere has the -shm
     open (its dead-man-switch byte can be locked) and none has the file open (no SHARED lock
     on it) — SQLite's own test before it removes them at the close of the last connection."""
+    if sys.platform != "linux":
+        return  # the struct flock below is Linux's layout (macOS orders its fields otherwise)
     import fcntl
 
     me = os.geteuid()
