@@ -33,15 +33,18 @@ _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 def db_option(f):
-    return click.option("--db", "db", envvar="LEDGER_DB", metavar="PATH|URL", help=DB_HELP)(f)
+    # no envvar here: click would fill the subcommand's --db from $LEDGER_DB, and that would beat
+    # the group's flag (``LEDGER_DB=a.db ledger --db b.db rm 1`` removed boot 1 from a.db)
+    return click.option("--db", "db", metavar="PATH|URL", help=DB_HELP)(f)
 
 
 def _db(db: str | None) -> str | None:
-    """The subcommand's --db, else the group's (``ledger --db X history``), else env/default."""
+    """The subcommand's --db, else the group's (``ledger --db X history``); None leaves
+    ``$LEDGER_DB``, else the default file, to ``ledger.db.location.resolve_url``."""
     if db:
         return db
     ctx = click.get_current_context(silent=True)
-    return ctx.find_root().params.get("db") if ctx else None
+    return (ctx.find_root().params.get("db") or None) if ctx else None
 
 
 def _say_upgraded(backup: Any) -> None:
@@ -664,7 +667,7 @@ def _facts_csv(objs: Iterable[dict[str, Any]]) -> Iterator[str]:
 @click.argument("query")
 @format_option()
 @click.option("--timeout", type=click.FloatRange(min=0), default=120, show_default=True,
-              help="Stop the query after this many seconds (0: no limit).")
+              help="Stop the query after this many seconds (from 0.001; 0: no limit).")
 @db_option
 def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
     """Run one read-only SQL query on the ledger and print the result.
@@ -676,9 +679,10 @@ def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
       ledger sql "SELECT boot_id, value FROM fact WHERE name = 'kv_cache_tokens'"
       ledger sql "SELECT outcome, count(*) FROM boot GROUP BY outcome" --format csv
     """
-    from .db.readonly import run_sql
+    from .db.readonly import check_timeout, run_sql
     from .render import rows_stream
 
+    check_timeout(timeout)  # before the ledger is opened: a bad option is said first
     # rows go out as they come (a result of millions of rows is never held); Ctrl-C stops it
     with _reading(db) as ledger, run_sql(ledger, query, timeout) as result:
         for piece in rows_stream(result.rows, result.columns, fmt, flexible=result.columns):

@@ -18,7 +18,7 @@ from ledger.parsers.vocabulary import FactName, summarize
 
 from .db import models as m
 from .db.connect import Ledger
-from .errors import LedgerError
+from .errors import LedgerError, shown
 from .render import boot_id, iso
 from .verdicts import check_lines_for_boot, verdicts
 
@@ -36,24 +36,40 @@ def export_value(value: float | None, unit: str) -> float | int | None:
 # -- references ---------------------------------------------------------------------------------
 
 
+def as_id(ref: str) -> int | None:
+    """``ref`` as a database id, or None: ASCII digits up to ``MAX_FIGURE``.  A longer number is
+    no id (nor a database integer), and ``int`` refuses one of more than 4,300 digits with a
+    ValueError; ``'²'`` is a digit to ``str.isdigit`` but no number to ``int``.
+
+    >>> as_id("12"), as_id("9" * 5000), as_id("\u00b2"), as_id("12a")
+    (12, None, None, None)
+    """
+    ref = ref.strip()
+    if not (ref.isascii() and ref.isdigit()) or len(ref) > len(str(MAX_FIGURE)):
+        return None
+    number = int(ref)
+    return number if number <= MAX_FIGURE else None
+
+
 def resolve_boot(session: Session, ref: str) -> m.Boot:
     """A boot id, or a deploy (commit or digest prefix, or label) meaning its latest boot."""
     ref = ref.strip()
-    if ref.isdigit() and int(ref) <= MAX_FIGURE:  # a longer number is no id (nor a database integer)
-        boot = session.get(m.Boot, int(ref))
+    number = as_id(ref)
+    if number is not None:
+        boot = session.get(m.Boot, number)
         if boot is not None:
             return boot
     deploys = resolve_deploys(session, ref)
     if not deploys and deploy_ref(ref) is not None:
         raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
-        raise LedgerError(f"{ref}: no boot or deploy by that id, commit, digest or label")
+        raise LedgerError(f"{shown(ref)}: no boot or deploy by that id, commit, digest or label")
     if len(deploys) > 1:
         names = ", ".join(deploy_name(d) for d in deploys[:5])
-        raise LedgerError(f"{ref}: names more than one deploy ({names}); give more of it")
+        raise LedgerError(f"{shown(ref)}: names more than one deploy ({names}); give more of it")
     boot = latest_boot(session, deploys[0].id)
     if boot is None:
-        raise LedgerError(f"{ref}: that deploy has no boots")
+        raise LedgerError(f"{shown(ref)}: that deploy has no boots")
     return boot
 
 
@@ -97,17 +113,18 @@ def resolve_deploys(session: Session, ref: str) -> list[m.Deploy]:
 def one_deploy(session: Session, ref: str, by_id: bool = False) -> m.Deploy:
     """The one deploy ``ref`` names: a commit or digest prefix or a label (``by_id``: its id
     first, as ``ledger serve``'s links give it); an error for none or several."""
-    if by_id and ref.isdigit() and int(ref) <= MAX_FIGURE:
-        d = session.get(m.Deploy, int(ref))
+    number = as_id(ref) if by_id else None
+    if number is not None:
+        d = session.get(m.Deploy, number)
         if d is not None:
             return d
     deploys = resolve_deploys(session, ref)
     if not deploys and deploy_ref(ref) is not None:
         raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
-        raise LedgerError(f"{ref}: no deploy by that {'id, ' if by_id else ''}commit, digest or label")
+        raise LedgerError(f"{shown(ref)}: no deploy by that {'id, ' if by_id else ''}commit, digest or label")
     if len(deploys) > 1:
-        raise LedgerError(f"{ref}: names more than one deploy; give more of it")
+        raise LedgerError(f"{shown(ref)}: names more than one deploy; give more of it")
     return deploys[0]
 
 
@@ -117,7 +134,7 @@ def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
     if not deploys and deploy_ref(ref) is not None:
         raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
-        raise LedgerError(f"{ref}: no deploy by that commit, digest or label")
+        raise LedgerError(f"{shown(ref)}: no deploy by that commit, digest or label")
     return deploys
 
 

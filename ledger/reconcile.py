@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ledger.parsers.units import MAX_FIGURE, UnitError, human_bytes
+from ledger.parsers.units import UnitError, human_bytes
 
 from .allocator import Geometry, allocate, budget_for_tokens
 from .db import models as m
@@ -26,8 +26,8 @@ from .db.writes import (
     put_deploy_settings,
     set_deploy_label,
 )
-from .errors import LedgerError
-from .queries import deploy_name, deploys_named, latest_boot, one_deploy, resolve_boot
+from .errors import LedgerError, shown
+from .queries import as_id, deploy_name, deploys_named, latest_boot, one_deploy, resolve_boot
 from .verdicts import (
     FAILING,
     CheckLine,
@@ -56,10 +56,10 @@ def parse_setting(key: str, value: str) -> str:
             return str(human_bytes(value))
         except UnitError:
             raise LedgerError(f"{key}={value}: not a byte count (e.g. 29120MiB, 31.3e9, 30,534,533,120)") from None
-    if not value.strip().isdigit():
-        raise LedgerError(f"{key}={value}: expected a boot id")
-    if int(value) > MAX_FIGURE:  # past any id a database holds
-        raise LedgerError(f"kv_reference_boot={value}: no such boot")
+    if not (value.strip().isascii() and value.strip().isdigit()):
+        raise LedgerError(f"{key}={shown(value)}: expected a boot id")
+    if as_id(value) is None:  # past any id a database holds
+        raise LedgerError(f"kv_reference_boot={shown(value)}: no such boot")
     return value.strip()
 
 
@@ -167,15 +167,16 @@ def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: De
 def describe_boots(ledger: Ledger, refs: list[str]) -> list[str]:
     """A line per boot id in ``refs`` (id, outcome, source), for ``ledger rm`` to show what
     it removes; an unknown id or a ref that is not an id is an error."""
-    bad = [r for r in refs if not r.strip().isdigit()]
+    bad = [r for r in refs if not (r.strip().isascii() and r.strip().isdigit())]
     if bad:
-        raise LedgerError(f"{bad[0]}: ledger rm takes boot ids (as ledger history shows them)")
+        raise LedgerError(f"{shown(bad[0])}: ledger rm takes boot ids (as ledger history shows them)")
     out = []
     with ledger.Session() as s:
         for ref in refs:
-            b = s.get(m.Boot, int(ref))
+            number = as_id(ref)
+            b = None if number is None else s.get(m.Boot, number)
             if b is None:
-                raise LedgerError(f"{ref}: no boot by that id; nothing removed")
+                raise LedgerError(f"{shown(ref)}: no boot by that id; nothing removed")
             out.append(f"{b.id}  {b.outcome}  {deploy_name(b.deploy)}  {b.source_path}:{b.first_line}-{b.last_line}")
     return out
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 USER = "ledgertest"
+OTHER_USER = "ledgertest2"  # a second user, for what one user's command leaves another (root only)
 _PRELOAD = [
     "ledger.cli", "ledger.db.connect", "ledger.db.readonly", "ledger.db.migrate", "ledger.db.writes",
     "ledger.db.staging", "ledger.db.models", "ledger.ingest", "ledger.queries",
@@ -28,19 +29,19 @@ _PRELOAD = [
     "ledger.parsers.fast.scanner", "ledger.parsers.fast.counters", "hyperscan", "tabulate", "sqlparse", "sqlalchemy", "sqlalchemy.orm", "sqlalchemy.pool", "sqlalchemy.dialects.sqlite",
     "sqlalchemy.dialects.sqlite.pysqlite", "sqlalchemy.sql.default_comparator", "alembic", "alembic.command",
     "alembic.config", "alembic.script", "alembic.runtime.migration", "sqlite3", "zstandard", "gzip", "zlib",
-    "tempfile", "shutil", "csv", "json", "logging", "uuid", "datetime", "decimal", "numpy",
+    "tempfile", "shutil", "csv", "json", "logging", "uuid", "datetime", "decimal", "numpy", "_strptime", "fcntl",
 ]
 
 
-def user_ids() -> tuple[int, int] | None:
+def user_ids(user: str = USER) -> tuple[int, int] | None:
     """(uid, gid) to drop to as root; None when the tests already run as a non-root user."""
     if os.geteuid() != 0:
         return None
     try:
-        pw = pwd.getpwnam(USER)
+        pw = pwd.getpwnam(user)
     except KeyError:
-        subprocess.run(["useradd", "-m", USER], check=True, capture_output=True)
-        pw = pwd.getpwnam(USER)
+        subprocess.run(["useradd", "-m", user], check=True, capture_output=True)
+        pw = pwd.getpwnam(user)
     return pw.pw_uid, pw.pw_gid
 
 
@@ -69,9 +70,10 @@ class Result:
         return self.stdout + self.stderr
 
 
-def run_as_user(*args: str) -> Result:
-    """``ledger ARGS`` as the non-root user; its exit code and output."""
-    ids = user_ids()
+def run_as_user(*args: str, user: str = USER) -> Result:
+    """``ledger ARGS`` as the non-root user (``user``, when the suite runs as root); its exit
+    code and output."""
+    ids = user_ids(user)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     pid = os.fork()

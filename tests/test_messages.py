@@ -20,6 +20,7 @@ from ledger import parsers
 
 F008 = next(REAL.glob("008_*.log"))
 HUGE = "99999999999999999999999"
+LONG_ID = "9" * 5000  # past Python's 4,300-digit limit for int(): ValueError, not "no such boot"
 
 
 def _one_line_error(r) -> str:
@@ -46,6 +47,37 @@ def _one_line_error(r) -> str:
 def test_numbers_out_of_range_are_one_line(db, cli, args):
     cli("ingest", str(F008), "--label", "D")
     _one_line_error(cli(*args))
+
+
+@pytest.mark.parametrize("ref", [LONG_ID, "\u00b2", "\u0663"])  # 5,000 digits; superscript two; Arabic-Indic three
+@pytest.mark.parametrize("args", [
+    ["show", "{}"], ["runtime", "{}"], ["export", "{}"], ["diff", "{}", "1"], ["diff", "1", "{}"],
+    ["rm", "{}", "--yes"], ["predict", "--like", "{}", "--kv-bytes", "1e9"],
+    ["deploy", "set", "D", "kv_reference_boot={}"], ["plot", "runtime", "{}", "-o", "{tmp}/r.png"],
+    ["deploy", "label", "{}", "x"],
+])
+def test_a_boot_id_no_database_holds_is_one_line(db, cli, tmp_path, args, ref):
+    cli("ingest", str(F008), "--label", "D")
+    line = _one_line_error(cli(*[a.replace("{}", ref).replace("{tmp}", str(tmp_path)) for a in args]))
+    assert len(line) < 400  # the error does not echo the 5,000 digits whole
+    assert rows(db, "SELECT count(*) FROM boot") == [(1,)]
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql+psycopg://ledger:pw@127.0.0.1:x/db",  # a port that is no number
+    "postgresql+psycopg://ledger:pw@[::1/db",  # an IPv6 host without its ']'
+    "postgresql+psycopg://ledger:pw@127.0.0.1:99999999/db",  # a port past 65535
+])
+@pytest.mark.parametrize("command", [
+    ["history"], ["ingest", str(F008)], ["db", "upgrade"], ["db", "current"], ["sql", "SELECT 1"], ["serve"],
+    ["copy", "{url}", "{tmp}/copy.db"], ["copy", "{tmp}/src.db", "{url}"],
+])
+def test_a_malformed_url_is_one_line(cli, tmp_path, monkeypatch, command, url):
+    monkeypatch.delenv("LEDGER_DB", raising=False)
+    cli("--db", str(tmp_path / "src.db"), "ingest", str(F008))
+    args = [a.replace("{url}", url).replace("{tmp}", str(tmp_path)) for a in command]
+    line = _one_line_error(cli(*args) if command[0] == "copy" else cli("--db", url, *args))
+    assert "pw" not in line and "not a database path or SQLAlchemy URL" in line, line
 
 
 @pytest.fixture(scope="module")

@@ -109,6 +109,13 @@ REFUSALS = [
     ("name = 'x'\n[[rule]]\npattern='pool {pool_bytes:g} MiB'\nunits={other_bytes='MiB'}\nsamples=['pool 1 MiB']\n",
      "rule 1: units names 'other_bytes', which is not a field of the pattern"),
     ("name = 'x'\n[[rule]]\npattern='a {b:d}'\nanchor='zzz'\nsamples=['a 1']\n", "rule 1: sample 'a 1' does not contain the anchor 'zzz'"),
+    # an anchor given but blank is said to be blank (it was "no literal text to anchor on; give 'anchor'")
+    ("name = 'x'\n[[rule]]\npattern='pool {b:d} slots'\nanchor=' '\nsamples=['pool 1 slots']\n",
+     "rule 1: anchor ' ' is only whitespace; give text every line of the rule holds, such as ' slots'"),
+    ("name = 'x'\n[[rule]]\npattern='pool {b:d} slots'\nanchor=''\nsamples=['pool 1 slots']\n",
+     "rule 1: anchor '' is empty; give text every line of the rule holds, such as ' slots'"),
+    ("name = 'x'\n[[rule]]\npattern='pool {b:d} slots'\nanchor=3\nsamples=['pool 1 slots']\n",
+     "rule 1: 'anchor' must be a string (text every line of the rule holds), not 3"),
     ("name = 'x'\n[[rule]]\npattern='plain text'\nsamples=['plain text']\n", "rule 1: pattern 'plain text' has no named field"),
     ("name = 'x'\n[[rule]]\npattern='a {b:d}'\nfailure='Bad Kind'\nsamples=['a 1']\n", "rule 1: 'failure' must be a snake_case"),
     ("name = 'x'\n[[rule]]\npattern='a {b:d}'\nshape='yes'\nsamples=['a 1']\n", "rule 1: 'shape' must be true or false"),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REAL
-from nonroot import run_as_user, shared_folder, user_ids
+from nonroot import OTHER_USER, run_as_user, shared_folder, user_ids
 
 from ledger.db.connect import connect
 
@@ -116,3 +116,91 @@ def test_an_unreadable_log_is_said_so(folder):
             assert conn.exec_driver_sql("SELECT count(*) FROM boot").scalar() >= 1  # the next file was read
     finally:
         ledger.dispose()
+
+
+# -- a folder two users share (1777, like /tmp): one user's read must not block the owner --------
+
+two_users = pytest.mark.skipif(os.geteuid() != 0, reason="two users are needed: the suite drops from root to each")
+
+
+def _shared_ledger(folder: Path) -> Path:
+    """A WAL ledger that the user ledgertest owns (0644) in a sticky folder everyone writes."""
+    shared = folder / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    path = shared / "x.db"
+    r = run_as_user("--db", str(path), "ingest", str(F008))
+    assert r.exit_code == 0, r.output
+    assert path.stat().st_mode & 0o777 == 0o644
+    return path
+
+
+@two_users
+@pytest.mark.parametrize("command", [["history"], ["sql", "select count(*) from fact"], ["db", "current"]])
+def test_a_read_by_another_user_leaves_nothing_that_blocks_the_owner(folder, command):
+    path = _shared_ledger(folder)
+    r = run_as_user("--db", str(path), *command, user=OTHER_USER)
+    assert r.exit_code == 0, r.output
+    other = user_ids(OTHER_USER)
+    assert other is not None
+    left = [p.name for p in path.parent.iterdir() if p.stat().st_uid == other[0]]
+    assert left == [], f"{command} left {left} owned by {OTHER_USER}"
+    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    assert r.exit_code == 0, r.output
+
+
+@two_users
+def test_the_owners_write_names_the_files_another_users_read_left(folder):
+    """What a read that was killed (or is still running) leaves: -wal and -shm of the other
+    user, which the owner can neither write nor remove in a sticky folder."""
+    path = _shared_ledger(folder)
+    other = user_ids(OTHER_USER)
+    assert other is not None
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        side.write_bytes(b"" if suffix == "-wal" else b"\0" * 32768)
+        os.chown(side, *other)
+        side.chmod(0o644)
+    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    assert r.exit_code == 2 and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    assert "x.db-shm" in r.output and OTHER_USER in r.output, r.output
+    assert "folder is read-only" not in r.output and "file is read-only" not in r.output
+    assert "remove" in r.output  # what to do: they are empty, nothing is lost
+    for suffix in ("-wal", "-shm"):  # doing what it says
+        path.with_name(path.name + suffix).unlink()
+    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    assert r.exit_code == 0, r.output
+
+
+# -- a ledger whose -wal holds committed transactions, read where no -shm can be made ----------
+
+
+def _wal_left_by_a_killed_writer(path: Path, label: str) -> None:
+    """Commit a change into the ledger's -wal and die before it is written back (SIGKILL-like:
+    no close, no checkpoint)."""
+    import subprocess
+    import sys
+
+    code = ("import os, sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('PRAGMA wal_autocheckpoint = 0')\n"
+            "c.execute('UPDATE deploy SET label = ?', (sys.argv[2],))\n"
+            "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code, str(path), label], check=True)
+    assert path.with_name(path.name + "-wal").stat().st_size > 0
+
+
+def test_committed_data_in_a_leftover_wal_is_never_dropped_silently(folder):
+    ro = folder / "ro"
+    ro.mkdir()
+    path = _ledger(ro)
+    _wal_left_by_a_killed_writer(path, "from-the-wal")
+    path.with_name(path.name + "-shm").unlink()  # copied without it, or a snapshot: no -shm to read the -wal by
+    _owned_by_root_or_locked(ro, 0o755)  # nobody can make one
+    r = run_as_user("--db", str(path), "sql", "select label from deploy", "--format", "csv")
+    if r.exit_code == 0:
+        assert "from-the-wal" in r.stdout, r.output  # read with the -wal
+    else:
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+        assert "ledger.db-wal" in r.output and "read-only" in r.output, r.output  # says why
+    assert path.with_name(path.name + "-wal").stat().st_size > 0  # and left it as it was

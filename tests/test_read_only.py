@@ -48,6 +48,74 @@ def test_sql_refuses_a_second_statement_on_every_database(db, cli, statement):
         assert rows(db, "SELECT count(*) FROM pg_roles WHERE rolname = 'ledger_intruder_second'") == [(0,)]
 
 
+# what a hostile trial of a04ea7c sent: sqlparse counted one statement (``#`` starts a MySQL
+# comment for it, ``'\\'`` an escaped quote), PostgreSQL ran four and the facts were gone
+TRIAL = [
+    "VALUES (1 # 2); SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; COMMIT; DELETE FROM fact",
+    "VALUES (1 # 2); SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; COMMIT; DROP SCHEMA public CASCADE",
+    "SELECT '\\'; SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; COMMIT; DELETE FROM fact; -- '",
+]
+
+
+@pytest.mark.parametrize("statement", TRIAL)
+def test_sql_the_trials_texts_change_nothing(db, cli, statement):
+    cli("ingest", str(F008))
+    before = rows(db, "SELECT count(*) FROM fact")
+    r = cli("sql", statement)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    if IS_PG:  # SQLite stops at the '#' (not SQL there)
+        assert "one statement at a time" in r.output
+    assert rows(db, "SELECT count(*) FROM fact") == before
+    assert cli("history").exit_code == 0  # the schema is there
+
+
+@postgres_only
+@pytest.mark.parametrize("statement", [
+    "SELECT $$;$$; DELETE FROM fact",
+    "SELECT $x$ ; $x$ ; DELETE FROM fact",
+    "SELECT 1 /* ; */ ; DELETE FROM fact",
+    "SELECT 1 -- ;\n; DELETE FROM fact",
+    "VALUES (1); DELETE FROM fact",
+    "TABLE fact; DELETE FROM fact",
+    "EXPLAIN SELECT 1; DELETE FROM fact",
+    "SELECT E'\\''; DELETE FROM fact; SELECT ''",
+])
+def test_sql_on_postgresql_the_server_refuses_a_second_statement(db, cli, statement):
+    cli("ingest", str(F008))
+    before = rows(db, "SELECT count(*) FROM fact")
+    r = cli("sql", statement)
+    assert r.exit_code == 2 and "one statement at a time" in r.output and len(r.output.strip().splitlines()) == 1
+    assert rows(db, "SELECT count(*) FROM fact") == before
+
+
+@pytest.mark.parametrize("statement,expected", [
+    ("VALUES (7)", "7"),
+    ("EXPLAIN SELECT count(*) FROM fact", "fact" if IS_PG else "OpenRead"),
+    ("SELECT ';' AS x -- ; DELETE FROM fact", ";"),
+    ("SELECT /* ; DELETE FROM fact; */ 'kept' AS x", "kept"),
+    ("SELECT 'it''s; fine' AS x", "it's; fine"),
+])
+def test_sql_reads_one_statement_with_semicolons_inside(db, cli, statement, expected):
+    cli("ingest", str(F008))
+    r = cli("sql", statement, "--format", "csv")
+    assert r.exit_code == 0 and expected in r.output, r.output
+
+
+@postgres_only
+@pytest.mark.parametrize("statement,expected", [
+    ("TABLE deploy", "identity"),
+    ("SELECT $$a;b$$ AS x", "a;b"),
+    ("SELECT $q$ '; DELETE FROM fact; $q$ AS x", "'; DELETE FROM fact;"),
+    ("SELECT 5 # 3 AS x", "6"),  # '#' is PostgreSQL's XOR, not a comment
+    ("SELECT '100%' AS x", "100%"),
+    ("SHOW transaction_read_only", "on"),
+])
+def test_sql_on_postgresql_reads_what_sqlparse_misread(db, cli, statement, expected):
+    cli("ingest", str(F008))
+    r = cli("sql", statement, "--format", "csv")
+    assert r.exit_code == 0 and expected in r.output, r.output
+
+
 @pytest.mark.parametrize("statement", ["ROLLBACK;", "END;", "ABORT;", "COMMIT"])
 def test_sql_ending_the_transaction_alone_changes_nothing(db, cli, statement):
     cli("ingest", str(F008))
@@ -85,6 +153,23 @@ def test_sql_has_a_timeout(db, cli):
     r = cli("sql", forever, "--timeout", "1")
     assert time.monotonic() - started < 15
     assert r.exit_code == 2 and "stopped after 1 s" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "1e400", "1e-300", "0.0001", "1e10"])
+def test_sql_refuses_a_timeout_that_is_no_limit_in_disguise(db, cli, timeout):
+    """nan and 1e-300 once meant no limit (the deadline never passed; 0 ms on PostgreSQL),
+    inf and 1e400 a traceback on PostgreSQL, 1e10 s is past what PostgreSQL can hold."""
+    cli("ingest", str(F008))
+    r = cli("sql", "SELECT 1", "--timeout", timeout)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.strip().splitlines()[-1].startswith("Error: ") and "--timeout" in r.output, r.output
+
+
+@pytest.mark.parametrize("timeout", ["0", "0.5", "30"])
+def test_sql_takes_a_finite_timeout_or_zero(db, cli, timeout):
+    cli("ingest", str(F008))
+    r = cli("sql", "SELECT count(*) AS n FROM boot", "--timeout", timeout, "--format", "csv")
+    assert r.exit_code == 0 and r.output.split() == ["n", "1"], r.output
 
 
 @sqlite_only
@@ -190,6 +275,43 @@ def test_shown_url_hides_what_sqlalchemy_hides():
                 "sqlite:////tmp/x.db", "postgresql://u:a:b@h/db?sslmode=require"]:
         assert shown_url(url) == make_url(url).render_as_string(hide_password=True)
     assert "cr" not in shown_url("postgresql://u:s3/cr@et@h/db")  # an unescaped '@' is hidden too
+    assert "cr" not in shown_url("postgresql://u:s3?cr@et@h/db?sslmode=require")  # and a '?'
+
+
+@pytest.mark.parametrize("url", [
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?password={SECRET}",
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?sslmode=require&password={SECRET}&x=1",
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?sslpassword={SECRET}",
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?PASSWORD={SECRET}",
+    f"postgresql+psycopg://ledger:{SECRET}@127.0.0.1:1/ledgerdb?password={SECRET}",
+    f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?password=a%26{SECRET}",
+])
+def test_shown_url_hides_a_password_in_the_query_string(url):
+    from ledger.db.location import shown_url
+
+    shown = shown_url(url)
+    assert SECRET not in shown and "=***" in shown
+    assert shown.startswith("postgresql+psycopg://ledger") and "/ledgerdb?" in shown
+
+
+def test_shown_url_keeps_the_other_query_options():
+    from ledger.db.location import shown_url
+
+    assert (shown_url(f"postgresql://u@h/d?sslmode=require&password={SECRET}&application_name=x")
+            == "postgresql://u@h/d?sslmode=require&password=***&application_name=x")
+
+
+@pytest.mark.parametrize("command", [["history"], ["db", "current"], ["ingest", str(F008)], ["db", "upgrade"]])
+def test_an_error_hides_a_password_in_the_query_string(cli, command):
+    r = cli("--db", f"postgresql+psycopg://ledger@127.0.0.1:1/ledgerdb?password={SECRET}", *command)
+    assert r.exit_code == 2 and SECRET not in r.output and len(r.output.strip().splitlines()) == 1
+
+
+@postgres_only
+def test_db_current_hides_a_password_in_the_query_string_of_a_real_server(cli, db):
+    cli("ingest", str(F008))
+    r = cli("db", "current", "--db", f"{db}?password={SECRET}")  # the test server trusts local users
+    assert r.exit_code == 0 and SECRET not in r.output and "password=***" in r.output
 
 
 # -- 9. read commands never write ---------------------------------------------------------------------

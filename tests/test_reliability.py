@@ -232,7 +232,7 @@ def test_sql_still_reads_table_info(db, cli):
 
 @pytest.mark.parametrize("target,error,hint", [
     ("_insert_samples", "database or disk is full", "the disk is full; nothing of the boot being written was kept"),
-    ("_store_boot_once", "attempt to write a readonly database", "the ledger file or its folder is read-only"),
+    ("_store_boot_once", "attempt to write a readonly database", "this user cannot write the ledger file, its folder or its -wal/-shm files"),
 ])
 def test_a_database_error_while_writing_is_one_line_and_keeps_nothing(db, cli, monkeypatch, target, error, hint):
     import ledger.db.writes as writing

@@ -446,6 +446,27 @@ def test_other_commands_import_no_web_or_chart_modules(db):
     assert done.stdout.strip() == "[]", done.stderr
 
 
+def test_a_boot_id_no_database_holds_is_a_404(db, cli):
+    """A 5,000-digit id (past int()'s 4,300-digit limit) or a digit int() does not read is
+    no boot: a 404, not a 500 with a traceback in the server's log."""
+    import urllib.error
+    import urllib.request
+    from urllib.parse import quote
+
+    cli("ingest", str(next(REAL.glob("008_*.log"))), "--label", "D")
+    proc, base = _start(db)
+    try:
+        for ref in ("9" * 5000, "\u00b2"):
+            for path in (f"/boot/{ref}", f"/api/boot/{ref}", f"/api/boot/{ref}/runtime", f"/deploy/{ref}",
+                         f"/api/deploy/{ref}", f"/diff?a={ref}&b=1", f"/api/diff?a=1&b={ref}"):
+                with pytest.raises(urllib.error.HTTPError) as refused:
+                    urllib.request.urlopen(base + quote(path, safe="/?=&"), timeout=60)
+                assert refused.value.code == 404, path
+    finally:
+        code, err = _stop(proc)
+    assert code == 0 and "Traceback" not in err, err
+
+
 # -- a 1,280 px screen (issue 23) ---------------------------------------------------------------------
 
 
@@ -469,7 +490,10 @@ def test_every_page_fits_a_1280_px_screen(browser, server, ledger_db):
 
 
 def test_the_diff_page_offers_the_deploys_and_keeps_the_form_on_a_bad_id(page):
-    p = page.open("/diff?a=999999&b=fp8-4x262144-ready", shot="diff-bad-id")
+    response = page.page.goto(page.base + "/diff?a=999999&b=fp8-4x262144-ready")
+    assert response.status == 404  # no such boot, said on the page that keeps the form
+    p = page.page
+    p.screenshot(path=str(SHOTS / "diff-bad-id.png"), full_page=True)
     assert "no boot" in p.inner_text("#problem").lower() or "999999" in p.inner_text("#problem")
     assert p.input_value("input[name=a]") == "999999" and p.input_value("input[name=b]") == "fp8-4x262144-ready"
     offered = p.eval_on_selector_all("#boots option", "els => els.map(e => e.value)")

@@ -122,3 +122,46 @@ def test_an_ingest_upgrades_an_old_ledger_says_so_and_stores(old_copy, cli):
     assert con.execute("SELECT version_num FROM alembic_version").fetchone() == (HEAD_REVISION,)
     assert con.execute("SELECT count(*) FROM boot").fetchone() == (7,)  # six before, and this one
     con.close()
+
+
+def _killed_upgrade(path, where: str) -> None:
+    """``ledger db upgrade`` SIGKILLed at ``where``: in the migration (the backup written, the
+    new schema not committed), or in the backup's copy."""
+    import subprocess
+    import sys
+
+    code = ("import os, signal, sys\n"
+            "def die(*args, **kwargs):\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n"
+            "if sys.argv[2] == 'migration':\n"
+            "    import alembic.command\n"
+            "    alembic.command.upgrade = die\n"
+            "else:\n"
+            "    import sqlite3\n"
+            "    real = sqlite3.connect\n"
+            "    class Dying(sqlite3.Connection):\n"
+            "        def backup(self, target, **kwargs):\n"
+            "            super().backup(target, pages=1, progress=lambda *a: die())\n"
+            "    sqlite3.connect = lambda *a, **k: real(*a, factory=Dying, **k)\n"
+            "from ledger.cli import main\n"
+            "main(['--db', sys.argv[1], 'db', 'upgrade'])\n")
+    done = subprocess.run([sys.executable, "-c", code, str(path), where], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == -9, done.stderr
+
+
+@pytest.mark.parametrize("where", ["migration", "backup"])
+def test_a_killed_upgrade_leaves_one_backup(old_copy, cli, where):
+    import time
+
+    old_columns = columns(old_copy)
+    before = dump(old_copy, old_columns)
+    _killed_upgrade(old_copy, where)
+    assert dump(old_copy, old_columns) == before  # the ledger as it was
+    time.sleep(1.1)  # the backups' names carry the time to the second: the next one differs
+    r = cli("db", "upgrade", "--db", str(old_copy))
+    assert r.exit_code == 0 and r.output.startswith("upgraded 0001_initial"), r.output
+    backups = list(old_copy.parent.glob("ledger.db.0001_initial.*.bak"))
+    assert len(backups) == 1, backups
+    assert dump(backups[0], old_columns) == before
+    assert sorted(p.name for p in old_copy.parent.iterdir()) == sorted(["ledger.db", backups[0].name])
+    assert r.output.splitlines()[1] == f"backup: {backups[0]}"

@@ -114,9 +114,14 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
     url = resolve_url(db)
     shown = shown_url(url)
     try:
-        make_url(url)
+        port = make_url(url).port
     except ArgumentError:
         raise LedgerError(f"{shown}: not a database path or SQLAlchemy URL") from None
+    except ValueError:  # make_url reads the port with int(): "host:x", "[::1" without its "]"
+        raise LedgerError(f"{shown}: not a database path or SQLAlchemy URL (its host and port "
+                          f"cannot be read: a port is a number, an IPv6 host is written [::1])") from None
+    if port is not None and not 0 < port < 65536:
+        raise LedgerError(f"{shown}: not a database path or SQLAlchemy URL (port {port} is not from 1 to 65535)")
     path = sqlite_file(url)
     if mode == "read" and path is not None:
         return _connect_sqlite_read(url, path, create, migrate)

@@ -55,7 +55,7 @@ def describe_db_error(exc: BaseException) -> str:
     hint = ""
     low = text.lower()
     if "readonly" in low or "read-only" in low:
-        hint = " (the ledger file or its folder is read-only)"
+        hint = " (this user cannot write the ledger file, its folder or its -wal/-shm files)"
     elif "disk is full" in low or "no space" in low:
         from ledger.parsers.source import full_temp_folder
 

@@ -48,10 +48,14 @@ def plain_sqlite_path(url: str) -> Path | None:
 # the password runs from the first ':' after the user name to an '@' (SQLAlchemy's grammar stops
 # at the first '@'; this hides up to the last one, so an unescaped '@' in a password is hidden too)
 _PASSWORD = re.compile(r"^(?P<head>[\w+]+://[^:/@]*):(?P<password>.*)@")
+# libpq takes a password in the query string too (``?password=…``, ``&sslpassword=…``, the
+# client key's passphrase): its value runs to the next option
+_QUERY_PASSWORD = re.compile(r"(?P<key>[?&](?:ssl)?password=)[^&#]*", re.IGNORECASE)
 
 
 def shown_url(url: str) -> str:
     """``url`` as it may be printed: the password replaced by ``***`` (SQLAlchemy's
-    ``URL.render_as_string(hide_password=True)``, without importing SQLAlchemy).  Every message,
-    output line and log that names a ledger uses this, never the URL itself."""
-    return _PASSWORD.sub(r"\g<head>:***@", url, count=1)
+    ``URL.render_as_string(hide_password=True)``, without importing SQLAlchemy), and so is a
+    ``password`` or ``sslpassword`` in the query string.  Every message, output line and log
+    that names a ledger uses this, never the URL itself."""
+    return _QUERY_PASSWORD.sub(r"\g<key>***", _PASSWORD.sub(r"\g<head>:***@", url, count=1))

@@ -1,7 +1,8 @@
 """The schema revision of a ledger and bringing it to the head (Alembic).
 
 An empty SQLite file gets the head schema in one go (``sqlite.build_new``); an older ledger is
-backed up (SQLite: a timestamped copy next to it) and upgraded by the migrations, one migrator
+backed up (SQLite: a copy next to it, timestamped once the upgrade is committed; an upgrade
+killed before that leaves the copy for the next one to write again) and upgraded by the migrations, one migrator
 at a time (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock); a newer one is refused and
 left as it was.
 """
@@ -96,6 +97,8 @@ def migrate(engine: Engine, where: object, path: Path | None) -> Upgrade | None:
                     from alembic import command
 
                     command.upgrade(alembic_config(conn), "head")
+            if backup is not None:  # committed: the backup keeps its time (one per upgrade)
+                backup = sqlite.keep_backup(backup)
             if is_sqlite:
                 broken = raw.execute("PRAGMA foreign_key_check").fetchall()
                 if broken:

@@ -1,22 +1,25 @@
 """``ledger sql``: one query on a connection that cannot change the ledger, its rows streamed.
 
-* One statement: the text is split by one SQL parser (``sqlparse``) for both databases, and
-  anything past the first statement is refused before the database sees it (``COMMIT; DELETE
-  …`` would otherwise end PostgreSQL's read-only transaction and write in the next one).
+* One statement.  SQLite's driver compiles one and refuses a text with more.  PostgreSQL gets
+  the text through the extended protocol (psycopg: a server-side cursor's ``DECLARE``, else
+  ``stream()``), whose Parse message takes one statement, so the server itself refuses
+  ``COMMIT; DELETE …`` however the text hides its semicolons (``#``, ``'\\'``, dollar quotes).
+  ``sqlparse`` only gives the same refusal early, for the texts it splits as the server would.
 * The connection cannot write, whatever the statement says.  SQLite: the file opened with
-  ``mode=ro``, ``query_only`` on and an authorizer that allows reading only.  PostgreSQL: a
-  connection of its own (never pooled, never handed to anyone after), whose *session* is read
-  only (``SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY``), so a statement that ends the
-  transaction still cannot write in the next one; its transaction is rolled back.
+  ``mode=ro``, ``query_only`` on and an authorizer that allows reading only.  PostgreSQL (psycopg
+  only): a connection of its own (never pooled, never handed to anyone after), whose *session*
+  is read only (``SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY``) and whose transaction
+  begins ``READ ONLY``; it is rolled back.
 * A time limit (``timeout`` seconds; 0 for none): PostgreSQL's ``statement_timeout``; SQLite's
   progress handler, which also stops the query on Ctrl-C (SQLite otherwise runs to the end of
   a statement before Python sees the signal).
-* Rows are fetched in batches as they are written out (PostgreSQL: a server-side cursor), so
-  memory stays flat for millions of rows.
+* Rows are fetched in batches as they are written out (PostgreSQL: a server-side cursor, or
+  row by row for ``EXPLAIN``/``SHOW``), so memory stays flat for millions of rows.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -29,6 +32,7 @@ from .errors import reason
 from .location import sqlite_file
 
 DEFAULT_TIMEOUT = 120  # seconds: ``ledger sql --timeout``
+_SYNTAX_ERROR = "42601"  # PostgreSQL's SQLSTATE for DECLARE … FOR a statement that is not a query
 _BATCH = 1000  # rows fetched at a time
 _PROGRESS_STEPS = 10_000  # SQLite VM steps between two looks at the clock and at Ctrl-C
 
@@ -70,10 +74,19 @@ def one_statement(query: str) -> str:
     return query
 
 
-def _is_query(query: str) -> bool:
-    import sqlparse
+MIN_TIMEOUT = 0.001  # seconds: PostgreSQL's statement_timeout counts milliseconds
+MAX_TIMEOUT = (2**31 - 1) / 1000  # seconds: statement_timeout is an int of milliseconds (24.8 days)
 
-    return sqlparse.parse(query)[0].get_type() == "SELECT"
+
+def check_timeout(timeout: float) -> None:
+    """``--timeout``: 0 for no limit, else a finite number of seconds from 1 ms to 24.8 days.
+    Anything else once meant no limit in disguise (nan: a deadline never passed; 1e-300: 0 ms,
+    PostgreSQL's "none") or a traceback (inf, 1e400: no int)."""
+    if timeout == 0:
+        return
+    if not (math.isfinite(timeout) and MIN_TIMEOUT <= timeout <= MAX_TIMEOUT):
+        raise LedgerError(f"sql: --timeout {timeout:g}: give seconds from {MIN_TIMEOUT:g} to {int(MAX_TIMEOUT):,} "
+                          f"(0 for no limit)")
 
 
 class Result:
@@ -86,6 +99,7 @@ class Result:
 @contextmanager
 def run_sql(ledger: Ledger, query: str, timeout: float = DEFAULT_TIMEOUT) -> Iterator[Result]:
     """The query's columns and its rows, streamed while the block runs."""
+    check_timeout(timeout)
     one_statement(query)
     path = sqlite_file(ledger.url)
     if ledger.is_sqlite:
@@ -161,57 +175,119 @@ def _run_on_sqlite(ledger: Ledger, path: Any, query: str, timeout: float) -> Ite
 
 @contextmanager
 def _run_on_server(ledger: Ledger, query: str, timeout: float) -> Iterator[Result]:
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
 
-    # a connection of its own: its session settings die with it
-    engine = create_engine(ledger.url, poolclass=NullPool, future=True)
+    dialect = ledger.engine.dialect
+    if (dialect.name, dialect.driver) != ("postgresql", "psycopg"):
+        # only psycopg's extended protocol is known here to refuse a second statement
+        raise LedgerError(f"sql: {dialect.name}+{dialect.driver}: ledger sql reads PostgreSQL through "
+                          f"psycopg only (postgresql+psycopg://…) or a SQLite file")
 
     def fail(exc: Exception) -> LedgerError:
         msg = reason(exc)
-        if "read-only transaction" in msg:
+        if "cannot insert multiple commands" in msg:
+            msg = "one statement at a time (ledger sql is read-only)"
+        elif "read-only transaction" in msg:
             msg += " (ledger sql is read-only)"
         elif "statement timeout" in msg:
             msg = f"stopped after {timeout:g} s (--timeout; 0 for no limit)"
         return LedgerError(f"sql: {msg}")
 
+    # a connection of its own: its session settings die with it
+    engine = create_engine(ledger.url, poolclass=NullPool)
+    raw = None
     try:
-        with engine.connect() as conn:
-            try:
-                if engine.dialect.name == "postgresql":
-                    conn.exec_driver_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-                    conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-                    conn.exec_driver_sql(f"SET statement_timeout = {int(timeout * 1000)}")
-                # a server-side cursor (DECLARE … CURSOR FOR) takes a query only: anything else
-                # runs plainly, to be refused by the read-only session with its own message
-                streamed = _is_query(query)
-                options = {"stream_results": True, "yield_per": _BATCH} if streamed else {}
-                result = conn.execution_options(**options).execute(text(query))
-            except LedgerError:
+        try:
+            raw = engine.raw_connection()
+            conn = raw.driver_connection
+            assert conn is not None
+            conn.rollback()  # whatever SQLAlchemy's first look at the server left open
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                # a session that is read only, so that even a statement that ended the
+                # transaction could not write in the next one
+                cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                cur.execute(f"SET statement_timeout = {round(timeout * 1000)}")
+            conn.autocommit = False
+            conn.read_only = True  # psycopg begins each transaction READ ONLY
+            cur, rows = _server_rows(conn, query)
+        except LedgerError:
+            raise
+        except Exception as exc:  # the database's own message is the answer
+            if not _is_db_error(exc):
                 raise
-            except Exception as exc:  # the database's own message is the answer
+            raise fail(exc) from None
+        columns = [d.name for d in cur.description] if cur.description else []
+
+        def guarded() -> Iterator[tuple[Any, ...]]:
+            try:
+                yield from rows
+            except Exception as exc:
                 if not _is_db_error(exc):
                     raise
                 raise fail(exc) from None
-            columns = list(result.keys()) if result.returns_rows else []
 
-            def rows() -> Iterator[tuple[Any, ...]]:
-                if not result.returns_rows:
-                    return
-                try:
-                    for row in result:
-                        yield tuple(row)
-                except Exception as exc:
-                    if not _is_db_error(exc):
-                        raise
-                    raise fail(exc) from None
-
-            try:
-                yield Result(columns, rows())
-            finally:
-                conn.invalidate()  # never back into any pool, rolled back by the server
+        try:
+            yield Result(columns, guarded())
+        finally:
+            close = getattr(rows, "close", None)
+            if close is not None:
+                close()  # a query still streaming is cancelled
     finally:
+        if raw is not None:
+            raw.invalidate()  # never back into any pool; the server rolls the transaction back
         engine.dispose()
+
+
+def _server_rows(conn: Any, query: str) -> tuple[Any, Iterator[tuple[Any, ...]]]:
+    """The cursor (for its description) and the rows of ``query`` on psycopg connection
+    ``conn``.  Every way in sends the text with the extended protocol (Parse/Bind/Execute),
+    whose Parse takes one statement: the server itself refuses ``COMMIT; DELETE …`` ("cannot
+    insert multiple commands into a prepared statement"), however the text hides its semicolons
+    from sqlparse.  A query goes through a server-side cursor (``DECLARE … CURSOR FOR``, rows
+    fetched ``_BATCH`` at a time, its columns known even when it has no rows); a statement a
+    cursor cannot take (``EXPLAIN``, ``SHOW``) is streamed row by row instead."""
+    cur = conn.cursor(name="ledger_sql")
+    cur.itersize = _BATCH
+    try:
+        cur.execute(query)
+        return cur, iter(cur)
+    except Exception as exc:
+        if not _is_db_error(exc) or getattr(exc, "sqlstate", None) != _SYNTAX_ERROR:
+            raise
+    conn.rollback()  # the failed DECLARE ended its transaction; the next begins READ ONLY too
+    cur = conn.cursor()
+    stream = cur.stream(query)
+    try:
+        first = next(stream, None)
+    except Exception as exc:
+        if _is_db_error(exc) and "didn't produce a result" in str(exc):  # COMMIT, SET: no rows
+            return cur, iter(())
+        raise
+
+    def rows() -> Iterator[tuple[Any, ...]]:
+        if first is not None:
+            yield first
+            yield from stream
+
+    return cur, _Closing(rows(), stream)
+
+
+class _Closing:
+    """An iterator whose ``close`` also closes ``inner`` (psycopg's stream cancels its query)."""
+
+    def __init__(self, rows: Iterator[tuple[Any, ...]], inner: Any):
+        self._rows, self._inner = rows, inner
+
+    def __iter__(self) -> _Closing:
+        return self
+
+    def __next__(self) -> tuple[Any, ...]:
+        return next(self._rows)
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 def _is_db_error(exc: BaseException) -> bool:

@@ -177,8 +177,16 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
     anchor = r.get("anchor")
     if anchor is None:
         anchor = longest_literal(pattern)
-    if not isinstance(anchor, str) or not anchor.strip():
-        raise _rule_error(path, index, f"pattern {pattern!r} has no literal text to anchor on; give 'anchor'")
+        if not anchor.strip():
+            raise _rule_error(path, index, f"pattern {pattern!r} has no literal text to anchor on; give 'anchor'")
+    elif not isinstance(anchor, str):
+        raise _rule_error(path, index, f"'anchor' must be a string (text every line of the rule holds), not {anchor!r}")
+    elif not anchor.strip():
+        # the anchor given is what is wrong: a blank anchor is in nearly every line
+        what = "empty" if not anchor else "only whitespace"
+        literal = longest_literal(pattern)
+        such = f", such as {literal!r}" if literal.strip() else ""
+        raise _rule_error(path, index, f"anchor {anchor!r} is {what}; give text every line of the rule holds{such}")
     samples = r.get("samples")
     if not isinstance(samples, list) or not samples or not all(isinstance(s, str) for s in samples):
         raise _rule_error(path, index, "'samples' must list at least one line the rule matches")

@@ -146,8 +146,8 @@ def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOn
             result, problem = None, str(exc)
         boots = await call(_choices)
         deploys = await call(_deploy_names)
-        return page("diff.html", r=result, a=a, b=b, show_all=show_all, boots=boots, deploys=deploys,
-                    problem=problem)
+        return page("diff.html", status=404 if problem else 200, r=result, a=a, b=b, show_all=show_all,
+                    boots=boots, deploys=deploys, problem=problem)
 
     async def diff_json(request: Request) -> Response:
         a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()
