@@ -29,7 +29,8 @@ COMMANDS: dict[str, tuple[list[str], set[int], str | None]] = {
     "check": (["check"], {0, 1}, None),
     "deploy set": (["deploy", "set", "dual", "card_ceiling_bytes=24GiB"], {0},
                    "SELECT count(*) FROM deploy_setting"),
-    "deploy unset": (["deploy", "unset", "dual", "card_ceiling_bytes"], {0}, None),
+    # the setup sets host_cap_bytes: unsetting a key that is not set is an error of its own
+    "deploy unset": (["deploy", "unset", "dual", "host_cap_bytes"], {0}, "SELECT count(*) FROM deploy_setting"),
     "deploy label": (["deploy", "label", "dual", "renamed"], {0}, "SELECT label FROM deploy"),
     "deploy list": (["deploy", "list"], {0}, None),
     "rm": (["rm", "1", "--yes"], {0}, "SELECT count(*) FROM boot"),
@@ -54,6 +55,7 @@ def _split(command: str, args: list[str]) -> tuple[list[str], list[str]]:
 @pytest.fixture
 def setup(db, cli, tmp_path, monkeypatch):
     assert cli("ingest", str(F008), "--label", "dual").exit_code == 0
+    assert cli("deploy", "set", "dual", "host_cap_bytes=1GiB").exit_code == 0
     decoys = tmp_path / "decoys"
     decoys.mkdir()
     monkeypatch.setenv("XDG_DATA_HOME", str(decoys / "xdg"))
