@@ -34,6 +34,7 @@ SETTINGS = {
     "card_ceiling_bytes": "bytes",  # weights + KV pool must fit under it (per GPU)
     "host_cap_bytes": "bytes",  # pinned host memory must fit under it
     "kv_reference_boot": "boot",  # predict this deploy's KV tokens from that boot's cost per token
+    "model": "text",  # the model a deploy boots, for logs that print none (the formula's geometry)
 }
 
 
@@ -49,6 +50,10 @@ def parse_setting(key: str, value: str) -> str:
             return str(human_bytes(value))
         except UnitError:
             raise LedgerError(f"{key}={value}: not a byte count (e.g. 29120MiB, 31.3e9, 30,534,533,120)") from None
+    if kind == "text":
+        if not value.strip() or len(value.strip()) > 400:
+            raise LedgerError(f"{key}={value}: expected a model name (as vLLM prints it, up to 400 characters)")
+        return value.strip()
     if not value.strip().isdigit():
         raise LedgerError(f"{key}={value}: expected a boot id")
     if int(value) > MAX_FIGURE:  # past any id a database holds
