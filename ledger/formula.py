@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,13 +41,13 @@ class ConfigError(ValueError):
 # -- where a config.json is ---------------------------------------------------------------------
 
 
-def hub_cache(env: dict[str, str] | None = None) -> Path:
+def hub_cache(env: Mapping[str, str] | None = None) -> Path:
     """The Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub."""
-    env = os.environ if env is None else env
-    if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
-    if env.get("HF_HOME"):
-        return Path(env["HF_HOME"]).expanduser() / "hub"
+    vars_: Mapping[str, str] = os.environ if env is None else env
+    if vars_.get("HF_HUB_CACHE"):
+        return Path(vars_["HF_HUB_CACHE"]).expanduser()
+    if vars_.get("HF_HOME"):
+        return Path(vars_["HF_HOME"]).expanduser() / "hub"
     return Path("~/.cache/huggingface/hub").expanduser()
 
 
@@ -74,7 +75,7 @@ def names_for(model: str) -> list[str]:
     return names
 
 
-def find_config(model: str, env: dict[str, str] | None = None) -> tuple[Path | None, list[str]]:
+def find_config(model: str, env: Mapping[str, str] | None = None) -> tuple[Path | None, list[str]]:
     """The config.json for a printed model name on this machine, read-only: in the model path
     itself when it is a local path (a folder holding config.json), else in the hub cache
     (``models--ORG--NAME/snapshots/*/config.json``: the snapshot ``refs/main`` names, else the
@@ -148,14 +149,16 @@ def model_figures(data: dict[str, Any]) -> dict[str, Any]:
     """The figures of a config.json the prediction reads (``text_config`` for a multimodal
     model), with ``layout`` (``uniform``, ``mla``, ``hybrid-gdn``) or ``unsupported`` (why
     ``allocator.py`` cannot model it).  A config without layers or heads is refused."""
-    cfg = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+    text_config = data.get("text_config")
+    cfg: dict[str, Any] = text_config if isinstance(text_config, dict) else data
     arch = (data.get("architectures") or [None])[0] if isinstance(data.get("architectures"), list) else None
     out: dict[str, Any] = {"architecture": arch or data.get("model_type") or cfg.get("model_type")}
     layers = _int(cfg, "num_hidden_layers")
     heads = _int(cfg, "num_attention_heads")
     dtype = cfg.get("torch_dtype") or data.get("torch_dtype") or cfg.get("dtype") or data.get("dtype") or "bfloat16"
     out.update(layers=layers, model_dtype=str(dtype))
-    kinds = cfg.get("layer_types") if isinstance(cfg.get("layer_types"), list) else []
+    layer_types = cfg.get("layer_types")
+    kinds: list[Any] = layer_types if isinstance(layer_types, list) else []
     unsupported = None
     if data.get("is_encoder_decoder") or cfg.get("is_encoder_decoder"):
         unsupported = "an encoder-decoder model (cross-attention KV) is not modelled by allocator.py"

@@ -20,13 +20,13 @@ from .db import models as m
 from .db.connect import Ledger
 from .db.writes import delete_boots, delete_deploy_settings, put_deploy_settings, set_deploy_label
 from .errors import LedgerError
+from .kvformula import kv_lines
 from .queries import deploy_name, deploys_named, latest_boot, one_deploy, resolve_boot
 from .verdicts import (
     FAILING,
     CheckLine,
     capacity_line,
     ceiling_lines,
-    kv_line,
     view_rows,
 )
 
@@ -289,11 +289,12 @@ def check(ledger: Ledger, refs: list[str] | None = None) -> list[DeployCheck]:
                 targets.append((deploy_name(d), b.id, b.outcome))
     ids = [t[1] for t in targets]
     rec = {r["boot_id"]: r for r in view_rows(ledger, "kv_reconciliation", ids)}
+    form = {r["boot_id"]: r for r in view_rows(ledger, "kv_formula", ids)}
     cap = {r["boot_id"]: r for r in view_rows(ledger, "capacity_contract", ids)}
     ceil = {r["boot_id"]: r for r in view_rows(ledger, "budget_ceilings", ids)}
     results = []
     for name, bid, outcome in targets:
-        lines = [kv_line(rec.get(bid)), capacity_line(cap.get(bid)), *ceiling_lines(ceil.get(bid))]
+        lines = [*kv_lines(rec.get(bid), form.get(bid)), capacity_line(cap.get(bid)), *ceiling_lines(ceil.get(bid))]
         results.append(DeployCheck(name, bid, outcome, lines))
     return results
 
