@@ -229,6 +229,8 @@ class BootInputs:
     num_gpu_blocks_override: int | None = None
     speculative: str | None = None  # the printed speculative config, if any
     v1_tokens_printed: bool = False  # "GPU KV cache size: N tokens" (V1 only)
+    args_printed: bool = False  # an args dump or the engine config line: an unprinted knob is vLLM's default
+    budget_processes: list[tuple[str | None, int | None]] = field(default_factory=list)  # who printed the budget
 
 
 @dataclass
@@ -271,6 +273,23 @@ def _speculative_drafter(spec: str | None) -> str | None:
     return None if method in ("ngram", "suffix") else method
 
 
+def _tensor_parallel(inputs: BootInputs) -> tuple[int | None, str | None]:
+    """The TP size: printed; else one when the engine core itself printed the worker's budget
+    line (a single process, no workers); else vLLM's default 1 when the args were printed (a
+    non-default args dump leaves it out); else not known (a reason instead)."""
+    if inputs.tensor_parallel_size:
+        return inputs.tensor_parallel_size, None
+    procs = inputs.budget_processes
+    workers = [p for p, rank in procs if rank is not None or (p and "Worker" in p)]
+    if procs and not workers and all(p and p.startswith("EngineCore") for p, _ in procs):
+        return 1, "tensor_parallel_size 1: the engine core process itself printed the KV budget (no workers)"
+    if workers:
+        return None, "the log prints no tensor_parallel_size, and workers printed the KV budget (TP > 1)"
+    if inputs.args_printed:
+        return 1, "tensor_parallel_size not among the printed args: vLLM's default 1"
+    return None, "the log prints no tensor_parallel_size (no args dump or engine config line)"
+
+
 def predict(inputs: BootInputs, geometry_name: str | None, figures: dict[str, Any] | None) -> Prediction:
     """The prediction for one boot: ``insufficient`` without a model, geometry, budget,
     max_model_len or a known engine (V0 or V1); ``unsupported`` for what ``allocator.py`` does
@@ -300,16 +319,18 @@ def predict(inputs: BootInputs, geometry_name: str | None, figures: dict[str, An
     if not inputs.max_model_len:
         p.reason = "the log prints no max_model_len"
         return p
-    tp = inputs.tensor_parallel_size or 1
+    tp, why_tp = _tensor_parallel(inputs)
+    if tp is None:
+        p.reason = why_tp
+        return p
+    if why_tp:
+        p.assumed.append(why_tp)
     pp = inputs.pipeline_parallel_size or 1
     dcp = inputs.decode_context_parallel_size or 1
-    if inputs.tensor_parallel_size is None:
-        p.assumed.append("tensor_parallel_size not printed: vLLM's default 1")
-    if inputs.pipeline_parallel_size is None and inputs.tensor_parallel_size is None:
-        p.assumed.append("pipeline_parallel_size not printed: vLLM's default 1")
     kv_dtype = inputs.kv_cache_dtype or "auto"
     if inputs.kv_cache_dtype is None:
-        p.assumed.append("kv_cache_dtype not printed: vLLM's default auto")
+        p.assumed.append("kv_cache_dtype " + ("not among the printed args: vLLM's default auto" if inputs.args_printed
+                                              else "not printed (no args dump): vLLM's default auto"))
     model_dtype = figures.get("model_dtype") or "bfloat16"
     if inputs.dtype and inputs.dtype not in ("auto", ""):
         model_dtype = inputs.dtype
@@ -345,16 +366,23 @@ def predict(inputs: BootInputs, geometry_name: str | None, figures: dict[str, An
                            model_dtype=model_dtype)
         if inputs.block_size is None and layout != "hybrid-gdn":
             p.assumed.append("block_size not printed: vLLM's default 16")
+        elif inputs.block_size is None:
+            p.assumed.append("block_size not printed: the attention page raised to the mamba page, 16-token aligned")
         kw: dict[str, Any] = dict(kv_cache_dtype=kv_dtype, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                                   block_size=inputs.block_size, v0=v0,
                                   num_gpu_blocks_override=inputs.num_gpu_blocks_override,
                                   decode_context_parallel_size=dcp, mamba_page_bytes=mamba_page)
         budget, prec, L = int(inputs.budget_bytes), int(inputs.budget_precision_bytes or 0), inputs.max_model_len
         mid = allocate(geo, budget, L, engine_version=versions[0], **kw)
+        other = allocate(geo, budget, L, engine_version=versions[-1], **kw)
         spread = [allocate(geo, max(0, b), L, engine_version=v, **kw).tokens
                   for v in versions for b in (budget - prec, budget + prec)]
     except AllocatorError as exc:
         p.status, p.reason = "unsupported", str(exc)
+        return p
+    if abs(other.tokens - mid.tokens) > TOLERANCE * max(mid.tokens, 1):
+        p.reason = (f"the log prints no engine release, and for this model the token count vLLM prints before "
+                    f"0.20.1 ({mid.tokens:,}) and after ({other.tokens:,}) differ")
         return p
     p.status = "predicted"
     p.block_size = mid.block_size

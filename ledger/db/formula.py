@@ -57,13 +57,19 @@ def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, l
         if named:
             model = named[0]
             notes.append("model not printed: the deploy's model setting")
+    cur.execute(f"SELECT process, rank FROM fact WHERE boot_id = {q} AND name IN "
+                "('available_kv_cache_bytes', 'kv_cache_reserved_bytes')", (boot_id,))
+    processes = [(p, r) for p, r in cur.fetchall()]
+    cur.execute(f"SELECT COUNT(*) FROM shape WHERE boot_id = {q} AND source IN ('args', 'engine_config')", (boot_id,))
+    args_printed = cur.fetchone()[0] > 0
     inputs = f.BootInputs(
         model=model, engine_version=version, kv_cache_dtype=kv_dtype, dtype=shape.get("dtype"),
         tensor_parallel_size=_int(tp), pipeline_parallel_size=_int(shape.get("pipeline_parallel_size")),
         decode_context_parallel_size=_int(shape.get("decode_context_parallel_size")), block_size=_int(bs),
         max_model_len=_int(L), budget_bytes=budget, budget_source=source, budget_precision_bytes=prec,
         num_gpu_blocks_override=_int(shape.get("num_gpu_blocks_override")),
-        speculative=shape.get("speculative_config"), v1_tokens_printed=tokens is not None)
+        speculative=shape.get("speculative_config"), v1_tokens_printed=tokens is not None,
+        args_printed=args_printed, budget_processes=processes)
     return inputs, notes
 
 
