@@ -268,3 +268,12 @@ def test_readme_formula_table(tmp_path):
 def test_every_verdict_in_the_table_that_is_not_ok_has_a_reason(tmp_path):
     for r in formula_table.rows(formula_table.build(tmp_path)):
         assert r["verdict"] == "ok" or r["reason"], r
+
+
+def test_copy_brings_the_geometry_and_the_deploy_model_along(db, cli, tmp_path):
+    src = str(tmp_path / "host.db")
+    cli("ingest", "--db", src, "--label", "glm-v", str(GLM_209))
+    cli("deploy", "set", "--db", src, "glm-v", f"model={GLM}")
+    cli("model", "add", "--db", src, str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
+    assert cli("copy", src, db).exit_code == 0
+    assert formula_row(db, "glm-v")["verdict"] == "ok"
