@@ -277,3 +277,14 @@ def test_copy_brings_the_geometry_and_the_deploy_model_along(db, cli, tmp_path):
     cli("model", "add", "--db", src, str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
     assert cli("copy", src, db).exit_code == 0
     assert formula_row(db, "glm-v")["verdict"] == "ok"
+
+
+def test_a_boot_that_prints_a_hub_cache_path_is_predicted_from_the_repo_id(db, cli, tmp_path):
+    cli("ingest", "--label", "dsv4", str(REAL / "030_v1-0.25.0-dp8-ep-banner-version-deepseek-v4.log"))
+    config = tmp_path / "config.json"  # an MLA model with a sparse-attention indexer (figures for the test only)
+    config.write_text(json.dumps({"num_hidden_layers": 43, "num_attention_heads": 64, "hidden_size": 4096,
+                                  "kv_lora_rank": 512, "qk_rope_head_dim": 64, "index_topk": 512}))
+    obj = json.loads(cli("model", "add", str(config), "--as", "deepseek-ai/DeepSeek-V4-Flash-0731",
+                         "--format", "json").output)
+    assert len(obj["boots"]) == 1 and obj["verdicts"] == {"unsupported": 1}
+    assert "indexer" in formula_row(db, "dsv4")["reason"]

@@ -134,7 +134,11 @@ def record_kv_formula(writer: Writer, cur: Any, boot_id: int) -> None:
 def boots_of_model(writer: Writer, cur: Any, name: str) -> list[int]:
     """The boots whose printed model (or, printing none, whose deploy's ``model`` setting) is
     recorded under ``name``."""
-    cur.execute("SELECT boot_id, value_text FROM shape WHERE \"key\" = 'model'")
+    q = writer.mark
+    # as printed, with a trailing slash, or a hub-cache path of that repo (names_for decides)
+    hub = "%models--" + name.replace("/", "--") + "%" if "/" in name and not f.is_local_path(name) else name
+    cur.execute(f"SELECT boot_id, value_text FROM shape WHERE \"key\" = 'model' AND "
+                f"(value_text = {q} OR value_text = {q} OR value_text LIKE {q})", (name, name + "/", hub))
     ids = {bid for bid, value in cur.fetchall() if value and name in f.names_for(value)}
     cur.execute("SELECT b.id, s.value FROM boot b JOIN deploy_setting s ON s.deploy_id = b.deploy_id "
                 "AND s.\"key\" = 'model'")
