@@ -681,7 +681,8 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
 def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
     """Check the deploys' latest boots (all deploys if none named) against every view.
 
-    KV reconciliation (predicted vs measured tokens, within 0.1%), the capacity contract
+    KV reconciliation (predicted vs measured tokens, within 0.1%), the KV formula (tokens from
+    the model's own geometry, ledger model add; a group's first boot is checked by it), the capacity contract
     (tokens >= max_num_seqs x max_model_len) and the VRAM and host ceilings. Exits 1 if any
     verdict is off, broken or over — usable in a deploy repo's CI; 'insufficient' does not fail.
     A deploy that does not exist is an error (exit 2).

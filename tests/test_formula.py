@@ -288,3 +288,15 @@ def test_a_boot_that_prints_a_hub_cache_path_is_predicted_from_the_repo_id(db, c
                          "--format", "json").output)
     assert len(obj["boots"]) == 1 and obj["verdicts"] == {"unsupported": 1}
     assert "indexer" in formula_row(db, "dsv4")["reason"]
+
+
+def test_a_geometry_found_at_ingest_predicts_the_model_s_earlier_boots_too(db, cli, tmp_path, monkeypatch):
+    cli("ingest", "--label", "llama", str(LLAMA_026))
+    assert formula_row(db, "llama")["reason"].startswith("no geometry")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    _fake_hub(tmp_path / "hub", "meta-llama/Llama-3.2-1B-Instruct", MODELS / "llama-3.2-1b-instruct" / "config.json")
+    log = tmp_path / "again.log"  # the same boot read again from a longer copy: a second boot of the model
+    log.write_text(LLAMA_026.read_text() + LLAMA_026.read_text().split("# ---\n", 1)[1])
+    cli("ingest", "--label", "llama", str(log))
+    reasons = {r["reason"] for r in dict_rows(db, "SELECT reason FROM kv_formula")}
+    assert reasons == {"the log prints no KV budget"}

@@ -95,6 +95,8 @@ def geometry_for(writer: Writer, cur: Any, model: str) -> tuple[str | None, dict
     where = "model path" if f.is_local_path(model) and not str(path).startswith(str(f.hub_cache())) else "hf cache"
     name = names[0]
     put_geometry(writer, cur, name, figures, f"{where} {path}", sha)
+    # the boots of this model stored before it was found on this machine are predicted now too
+    repredict(writer, cur, boots_of_model(writer, cur, name))
     return name, figures, None
 
 
