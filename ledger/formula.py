@@ -27,6 +27,7 @@ from typing import Any
 
 from .allocator import LATEST, AllocatorError, Geometry, allocate, dtype_bytes, release
 
+CONFIG_MAX_BYTES = 4 * 2**20  # a model's config.json is a few KiB; a log cannot make the ingest read more
 TOLERANCE = 0.001  # the mission's 0.1 %: an exact budget through the exact allocator
 
 # the release whose arithmetic stands for "a V1 release before 0.20.1" and "0.20.1 or later"
@@ -76,6 +77,14 @@ def names_for(model: str) -> list[str]:
 
 
 def find_config(model: str, env: Mapping[str, str] | None = None) -> tuple[Path | None, list[str]]:
+    """``_find_config``, where a name no file system takes (a NUL byte, too long) is not found."""
+    try:
+        return _find_config(model, env)
+    except (OSError, ValueError):
+        return None, []
+
+
+def _find_config(model: str, env: Mapping[str, str] | None = None) -> tuple[Path | None, list[str]]:
     """The config.json for a printed model name on this machine, read-only: in the model path
     itself when it is a local path (a folder holding config.json), else in the hub cache
     (``models--ORG--NAME/snapshots/*/config.json``: the snapshot ``refs/main`` names, else the
@@ -109,14 +118,20 @@ def find_config(model: str, env: Mapping[str, str] | None = None) -> tuple[Path 
 def read_config(path: str | Path) -> tuple[dict[str, Any], str]:
     """A config.json (or a folder holding one) as a dict, and its sha256."""
     p = Path(path).expanduser()
-    if p.is_dir():
-        p = p / "config.json"
     try:
+        if p.is_dir():
+            p = p / "config.json"
+        if p.exists() and not p.is_file():
+            raise ConfigError(f"{p}: not a regular file")
+        if p.exists() and p.stat().st_size > CONFIG_MAX_BYTES:
+            raise ConfigError(f"{p}: over {CONFIG_MAX_BYTES // 2**20} MiB: not a model config.json")
         raw = p.read_bytes()
+    except ConfigError:
+        raise
     except FileNotFoundError:
         raise ConfigError(f"{path}: no config.json there") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

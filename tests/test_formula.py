@@ -300,3 +300,10 @@ def test_a_geometry_found_at_ingest_predicts_the_model_s_earlier_boots_too(db, c
     cli("ingest", "--label", "llama", str(log))
     reasons = {r["reason"] for r in dict_rows(db, "SELECT reason FROM kv_formula")}
     assert reasons == {"the log prints no KV budget"}
+
+
+def test_a_model_path_that_is_no_config_is_not_read(tmp_path):
+    (tmp_path / "config.json").mkdir()
+    with pytest.raises(f.ConfigError, match="not a regular file"):
+        f.read_config(tmp_path)
+    assert f.find_config("/a\x00b")[0] is None
