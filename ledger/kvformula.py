@@ -107,14 +107,17 @@ def formula_line(r: dict[str, Any] | None, own_reference: bool = False) -> Check
     if r["verdict"] in ("insufficient", "unsupported") and r["predicted_tokens"] is None:
         return CheckLine("kv formula", r["verdict"], f"{r['reason']}.{assumed}{first}".replace("..", "."))
     precision = "" if not r["budget_precision_bytes"] else f" ± {format_bytes(r['budget_precision_bytes'])}"
+    conc = "" if r.get("predicted_concurrency") is None else f", {r['predicted_concurrency']:.2f}x"
     what = (f"predicted {r['predicted_tokens']:,.0f} tokens ({r['predicted_blocks']:,} blocks of "
-            f"{r['block_size']}) from {r['geometry']}'s geometry for {r['budget_bytes']:,.0f} B "
+            f"{r['block_size']}{conc}) from {r['geometry']}'s geometry for {r['budget_bytes']:,.0f} B "
             f"({r['budget_source']}{precision}), tp {r['tensor_parallel_size']}, kv {r['kv_cache_dtype']}, "
             f"max_model_len {r['max_model_len']:,}, vllm {r['engine_version'] or '?'}")
     if r["measured_tokens"] is None:
         return CheckLine("kv formula", "insufficient", f"{what}; {r['reason']}.{assumed}{first}")
     return CheckLine("kv formula", r["verdict"],
-                     f"{what}; measured {r['measured_tokens']:,.0f}: {_pct(r['relative_error'])} "
+                     f"{what}; measured {r['measured_tokens']:,.0f}"
+                     + ("" if r.get("measured_concurrency") is None else f" ({r['measured_concurrency']:.2f}x)")
+                     + f": {_pct(r['relative_error'])} "
                      f"(tolerance {r['tolerance'] * 100:.3f}%, {r['tolerance_note']}).{assumed}{first}")
 
 

@@ -388,7 +388,7 @@ FROM runtime_sample_row r;
 CREATE VIEW kv_formula AS
 SELECT
   x.boot_id, x.deploy_id, x.model, x.geometry, x.budget_bytes, x.budget_source, x.budget_precision_bytes, x.tensor_parallel_size, x.pipeline_parallel_size, x.block_size, x.kv_cache_dtype, x.max_model_len, x.engine_version, x.v0, x.predicted_blocks, x.predicted_tokens, x.predicted_tokens_low, x.predicted_tokens_high, x.predicted_concurrency,
-  x.measured_tokens,
+  x.measured_tokens, x.measured_concurrency,
   CASE WHEN x.predicted_tokens > 0 AND x.measured_tokens IS NOT NULL
        THEN (x.measured_tokens - x.predicted_tokens) / x.predicted_tokens END AS relative_error,
   x.tolerance,
@@ -410,6 +410,7 @@ FROM (
     p.model, p.geometry, p.budget_bytes, p.budget_source, p.budget_precision_bytes, p.tensor_parallel_size, p.pipeline_parallel_size, p.block_size, p.kv_cache_dtype, p.max_model_len, p.engine_version, p.v0, p.predicted_blocks, p.predicted_tokens_low, p.predicted_tokens_high, p.predicted_concurrency,
     CAST(p.predicted_tokens AS DOUBLE PRECISION) AS predicted_tokens,
     (SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_tokens') AS measured_tokens,
+    (SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'max_concurrency') AS measured_concurrency,
     CASE WHEN p.predicted_tokens > 0 THEN
       0.001 + CASE WHEN p.predicted_tokens_high - p.predicted_tokens > p.predicted_tokens - p.predicted_tokens_low
                    THEN p.predicted_tokens_high - p.predicted_tokens

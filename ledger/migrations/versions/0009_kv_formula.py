@@ -12,7 +12,8 @@ Create Date: 2026-12-01
   why there is none (``insufficient`` / ``unsupported`` with the reason).  Written in the boot's
   transaction; boots stored before this revision have none until ``ledger model add`` brings
   their model's geometry (the view says so).
-* ``kv_formula``: predicted against measured tokens, tolerance 0.1 % widened by the tokens the
+* ``kv_formula``: predicted against measured tokens (and the printed concurrency beside the
+  predicted one, shown, not judged), tolerance 0.1 % widened by the tokens the
   budget's printed precision allows, verdict ``ok`` / ``off`` / ``insufficient`` /
   ``unsupported`` with the reason.  Plain SQL for SQLite and PostgreSQL alike.
 """
@@ -38,7 +39,7 @@ KV_FORMULA = """
 CREATE VIEW kv_formula AS
 SELECT
   x.boot_id, x.deploy_id, {cols},
-  x.measured_tokens,
+  x.measured_tokens, x.measured_concurrency,
   CASE WHEN x.predicted_tokens > 0 AND x.measured_tokens IS NOT NULL
        THEN (x.measured_tokens - x.predicted_tokens) / x.predicted_tokens END AS relative_error,
   x.tolerance,
@@ -60,6 +61,7 @@ FROM (
     {pcols},
     CAST(p.predicted_tokens AS DOUBLE PRECISION) AS predicted_tokens,
     (SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_tokens') AS measured_tokens,
+    (SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'max_concurrency') AS measured_concurrency,
     CASE WHEN p.predicted_tokens > 0 THEN
       0.001 + CASE WHEN p.predicted_tokens_high - p.predicted_tokens > p.predicted_tokens - p.predicted_tokens_low
                    THEN p.predicted_tokens_high - p.predicted_tokens
