@@ -124,10 +124,10 @@ def formula_line(r: dict[str, Any] | None, own_reference: bool = False) -> Check
 def kv_lines(rec: dict[str, Any] | None, formula: dict[str, Any] | None) -> list[CheckLine]:
     """The KV lines of a boot: the reconciliation against its group's reference, and the formula.
     A boot that is its own reference is ``ok`` there by construction: the formula is its check."""
-    own = rec is not None and rec.get("ref_boot_id") == rec.get("boot_id") and rec.get("verdict") == "ok"
-    if own:
+    own = rec is not None and rec.get("ref_boot_id") == rec.get("boot_id")
+    if own and rec is not None and rec.get("verdict") == "ok":  # true by construction: not shown as ok
         return [formula_line(formula, own_reference=True)]
-    return [kv_line(rec), formula_line(formula)]
+    return [kv_line(rec), formula_line(formula, own_reference=own)]
 
 
 def formula_verdicts(ledger: Ledger, boot_ids: list[int]) -> dict[int, str]:
