@@ -105,7 +105,8 @@ def render(db: str | None = None) -> str:
         if key in DEPLOY_MODELS:
             model += " (deploy setting)"
         budget = "—" if r["budget_bytes"] is None else (
-            f"{r['budget_bytes']:,.0f}" + ("" if not r["budget_precision_bytes"] else " ± 0.005 GiB"))
+            f"{r['budget_bytes']:,.0f}"
+            + ("" if not r["budget_precision_bytes"] else f" ± {r['budget_precision_bytes'] / 2**30:.3g} GiB"))
         err = "—" if r["relative_error"] is None else f"{r['relative_error'] * 100:+.3f} %"
         tol = "—" if r["tolerance"] is None else f"{r['tolerance'] * 100:.3f} %"
         note = WHY.get("rec" if key.startswith(("bf16-", "fp8-")) else key)
