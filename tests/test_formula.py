@@ -307,3 +307,23 @@ def test_a_model_path_that_is_no_config_is_not_read(tmp_path):
     with pytest.raises(f.ConfigError, match="not a regular file"):
         f.read_config(tmp_path)
     assert f.find_config("/a\x00b")[0] is None
+
+
+def test_the_web_view_carries_the_formula_verdict(glm, cli):
+    pytest.importorskip("pandas")
+    from ledger.db.connect import open_read_only
+    from ledger.serve import data
+
+    cli("model", "add", str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
+    ledger = open_read_only(glm)
+    try:
+        (row,) = data.deploys(ledger)
+        checks = {c["what"]: c["verdict"] for c in data.boot(ledger, "glm-v")["checks"]}
+    finally:
+        ledger.dispose()
+    assert row["verdicts"]["formula"] == "ok" and checks["kv formula"] == "ok"
+
+
+def test_deploy_set_refuses_an_empty_model_name(glm, cli):
+    r = cli("deploy", "set", "glm-v", "model= ")
+    assert r.exit_code == 2 and "expected a model name" in r.output
