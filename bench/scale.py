@@ -28,6 +28,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_LOG = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
+# the tables with a boot's rows that the template keeps and the clones copy
+BOOT_TABLES = ("fact", "shape", "failure", "runtime_sample_row", "boot_runtime", "kv_reference_candidate",
+               "kv_formula_prediction")
+PREDICTION_COLUMNS = ("status", "reason", "model", "geometry", "budget_bytes", "budget_source", "budget_precision_bytes",
+                      "tensor_parallel_size", "pipeline_parallel_size", "block_size", "kv_cache_dtype", "max_model_len",
+                      "engine_version", "v0", "predicted_blocks", "predicted_tokens", "predicted_tokens_low",
+                      "predicted_tokens_high", "predicted_concurrency", "assumed")
+
+
+def _clone_predictions(template: int) -> str:
+    """Every clone's kv_formula_prediction row: the template's (as the Writer would store it)."""
+    cols = ", ".join(PREDICTION_COLUMNS)
+    return (f"INSERT INTO kv_formula_prediction (boot_id, {cols}) SELECT b.id, "
+            + ", ".join(f"p.{c}" for c in PREDICTION_COLUMNS)
+            + f" FROM boot b, kv_formula_prediction p WHERE p.boot_id = {template} AND b.id <> {template}")
 PY = sys.executable
 LEDGER = [PY, str(Path(__file__).resolve()), "--inner"]
 
@@ -89,10 +104,10 @@ def build(path: Path, boots: int, groups: str, samples: int) -> None:
     (tid,) = con.execute("SELECT boot_id FROM kv_cost_per_token WHERE outcome = 'ready'").fetchone()
     # the template alone, with id 1: the others go
     con.execute("BEGIN")
-    for table in ("fact", "shape", "failure", "runtime_sample_row", "boot_runtime", "kv_reference_candidate"):
+    for table in BOOT_TABLES:
         con.execute(f"DELETE FROM {table} WHERE boot_id <> {tid}")
     con.execute(f"DELETE FROM boot WHERE id <> {tid}")
-    for table in ("fact", "shape", "failure", "runtime_sample_row", "boot_runtime", "kv_reference_candidate"):
+    for table in BOOT_TABLES:
         con.execute(f"UPDATE {table} SET boot_id = 1 WHERE boot_id = {tid}")
     con.execute(f"UPDATE boot SET id = 1 WHERE id = {tid}")
     con.execute("DELETE FROM runtime_sample_row")
@@ -122,6 +137,7 @@ def build(path: Path, boots: int, groups: str, samples: int) -> None:
     con.execute("INSERT INTO kv_reference_candidate (boot_id, group_key, sort_at) "
                 "SELECT boot_id, group_key, COALESCE(started_at, '9999-12-31 23:59:59') FROM kv_cost_per_token "
                 "WHERE outcome = 'ready' AND group_key IS NOT NULL")
+    con.execute(_clone_predictions(1))
     con.execute("COMMIT")
     con.execute("BEGIN")
     figures = ", ".join([
@@ -157,7 +173,7 @@ def build_postgres(url: str, boots: int, samples: int) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
         tid = conn.execute(text("SELECT boot_id FROM kv_cost_per_token WHERE outcome = 'ready'")).scalar()
-        others = ("fact", "shape", "failure", "runtime_sample_row", "boot_runtime", "kv_reference_candidate")
+        others = BOOT_TABLES
         for table in others:
             conn.execute(text(f"DELETE FROM {table} WHERE boot_id <> {tid}"))
         conn.execute(text(f"DELETE FROM boot WHERE id <> {tid}"))
@@ -190,6 +206,7 @@ def build_postgres(url: str, boots: int, samples: int) -> None:
         conn.execute(text("INSERT INTO kv_reference_candidate (boot_id, group_key, sort_at) "
                           "SELECT boot_id, group_key, COALESCE(started_at, '9999-12-31 23:59:59') FROM kv_cost_per_token "
                           "WHERE outcome = 'ready' AND group_key IS NOT NULL"))
+        conn.execute(text(_clone_predictions(tid)))
         figures = ", ".join([
             "(k * 7919 % 900000) * 1.0", "(k * 104729 % 14000) * 1.0", "(k % 64) * 100.0", "(k % 7) * 100.0",
             "NULL", "NULL", "(k * 31 % 10000) * 1.0", "NULL", "(k * 17 % 10000) * 1.0"])

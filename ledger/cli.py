@@ -570,8 +570,8 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
             yield from rows_lines(rows, cols, fmt, human=legend, headers=HISTORY_HEADERS,
                                   align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
                                   flexible=HISTORY_FLEXIBLE,
-                                  coloured=("outcome", "verdict", "kv_check", "contract", "vram_check",
-                                            "host_check"))
+                                  coloured=("outcome", "verdict", "kv_check", "formula_check", "contract",
+                                            "vram_check", "host_check"))
             if fmt == "table" and legend.seen:
                 yield legend.text(width())
 
@@ -825,7 +825,8 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
 def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
     """Check the deploys' latest boots (all deploys if none named) against every view.
 
-    KV reconciliation (predicted vs measured tokens, within 0.1%), the capacity contract
+    KV reconciliation (predicted vs measured tokens, within 0.1%), the KV formula (tokens from
+    the model's own geometry, ledger model add; a group's first boot is checked by it), the capacity contract
     (tokens >= max_num_seqs x max_model_len) and the VRAM and host ceilings. Exits 1 if any
     verdict is off, broken or over — usable in a deploy repo's CI; 'insufficient' does not fail.
     A deploy that does not exist is an error (exit 2).
@@ -877,15 +878,17 @@ def _deploy_arg(f):
 @click.argument("assignments", nargs=-1, required=True, metavar="KEY=VALUE...")
 @db_option
 def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) -> None:
-    """Record settings for a deploy: card_ceiling_bytes, host_cap_bytes, kv_reference_boot.
+    """Record settings for a deploy: card_ceiling_bytes, host_cap_bytes, kv_reference_boot, model.
 
     A kv_reference_boot must be a boot of the same group (model, dtype, parallelism and engine
-    release): a bf16 boot cannot predict an fp8 deploy's tokens.
+    release): a bf16 boot cannot predict an fp8 deploy's tokens. model names the model a deploy
+    boots when its logs print none: the formula (ledger model add) predicts its boots from it.
 
     \b
     Examples:
       ledger deploy set bf16-2slot card_ceiling_bytes=29120MiB host_cap_bytes=200GiB
       ledger deploy set fp8-3slot kv_reference_boot=12
+      ledger deploy set glm-v model=zai-org/GLM-4.1V-9B-Thinking
     """
     from .reconcile import set_deploy
     from .render.settings import settings_text
@@ -998,6 +1001,66 @@ def deploy_list(fmt: str, db: str | None) -> None:
     cols = ["deploy", "name", "boots", "settings"] if fmt in ("table", "markdown") else \
         ["deploy", "name", "commit", "image", "label", "boots", "settings"]
     click.echo(rows_text(rows, cols, fmt, human=human, flexible=("name", "settings")))
+
+
+@main.group()
+def model() -> None:
+    """Model geometries: what the formula predicts each boot's KV tokens from (ledger model add)."""
+
+
+@model.command("add")
+@click.argument("path", type=click.Path(exists=True), metavar="PATH")
+@click.option("--as", "name", metavar="NAME", help="The name the logs print (model='NAME'); default: ORG/NAME "
+              "for a Hugging Face cache snapshot, else the folder's absolute path.")
+@format_option(formats=("table", "json", "jsonl"))
+@db_option
+def model_add(path: str, name: str | None, fmt: str, db: str | None) -> None:
+    """Record a model's geometry from its config.json (PATH: the file, or a folder holding it).
+
+    Layers, KV heads, head size, dtype and the hybrid layout are read from the config and kept
+    under the name the logs print; every boot of that model is predicted again from it (the
+    kv_formula view). Nothing is fetched: at ingest a model with no recorded geometry is looked
+    up read-only in the local Hugging Face cache and in the model path the log printed.
+
+    \b
+    Examples:
+      ledger model add ~/models/Qwen3-14B
+      ledger model add fixtures/models/glm-4.1v-9b-thinking/config.json --as zai-org/GLM-4.1V-9B-Thinking
+      ledger model add ./config.json --as /models/Qwen3.6-35B-A3B --format json
+    """
+    from .kvformula import add_model
+    from .render import document
+    from .render.formula import render_model_added
+
+    with _writing(db) as ledger:
+        obj = add_model(ledger, path, name)
+    click.echo(document(obj, fmt, render_model_added))
+
+
+@model.command("list")
+@format_option()
+@db_option
+def model_list(fmt: str, db: str | None) -> None:
+    """Every recorded model geometry: its layout and figures, where it came from, how many boots
+    are predicted from it.
+
+    \b
+    Examples:
+      ledger model list
+      ledger model list --format json
+    """
+    from .kvformula import MODEL_COLUMNS, list_models
+    from .render import rows_text
+    from .render.formula import human_model
+
+    with _reading(db) as ledger:
+        rows = list_models(ledger)
+    cols = ["name", "layout", "layers", "attn_layers", "num_kv_heads", "head_size", "mamba_layers", "model_dtype",
+            "boots", "source"] if fmt in ("table", "markdown") else [*MODEL_COLUMNS, "architecture", "config_sha256"]
+    if fmt in ("table", "markdown") and not rows:
+        click.echo("no model geometry recorded (ledger model add PATH)")
+        return
+    click.echo(rows_text(rows, cols, fmt, human=human_model, flexible=("name", "source")))
 
 
 @main.command()

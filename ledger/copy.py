@@ -14,6 +14,7 @@ from sqlalchemy import select
 from .db import models as m
 from .db.columns import COLUMNS
 from .db.connect import Ledger
+from .db.formula import GEOMETRY_COLUMNS, repredict_deploy
 from .db.writer import Writer, retrying
 from .db.writes import (
     CHILD_COLUMNS,
@@ -44,6 +45,9 @@ def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
         deploys = {d.id: d for d in s.execute(select(m.Deploy)).scalars()}
         settings = list(s.execute(select(m.DeploySetting)).scalars())
         boot_ids = list(s.execute(select(m.Boot.id).order_by(m.Boot.id)).scalars())
+        geometries = [tuple(getattr(g, c) for c in GEOMETRY_COLUMNS)
+                      for g in s.execute(select(m.ModelGeometry)).scalars()]
+    _copy_geometries(dst, geometries)  # first: the boots' predictions are made from them
     mapped: dict[int, int] = {}
     for bid in boot_ids:
         with src.Session() as s:
@@ -77,7 +81,19 @@ def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
             if cur.fetchone() is None:
                 dst.insert(cur, "deploy_setting", {"deploy_id": d, "key": st.key, "value": value,
                                                    "set_at": st.set_at})
+                if st.key == "model":
+                    repredict_deploy(dst, cur, d)  # its boots are predicted from the model it names
     return result
+
+
+def _copy_geometries(dst: Writer, rows: list[tuple]) -> None:
+    """The model geometries ``dst`` does not have (by name; one it has is kept)."""
+    q = dst.mark
+    with dst.transaction() as cur:
+        for row in rows:
+            cur.execute(f"SELECT 1 FROM model_geometry WHERE name = {q}", (row[0],))
+            if cur.fetchone() is None:
+                dst.insert_many(cur, "model_geometry", list(GEOMETRY_COLUMNS), [row])
 
 
 def _write_boot(dst: Writer, deploy: m.Deploy, boot_cols: dict[str, Any], shape: list[tuple], facts: list[tuple],

@@ -19,8 +19,9 @@ from ledger.parsers.vocabulary import FactName, summarize
 from .db import models as m
 from .db.connect import Ledger
 from .errors import LedgerError, shown
+from .kvformula import check_lines_for_boot, formula_verdicts
 from .render import boot_id, iso
-from .verdicts import check_lines_for_boot, verdicts
+from .verdicts import verdicts
 
 INTEGER_UNITS = {"bytes", "tokens", "blocks", "slots"}  # counted, so exported (and diffed) as integers
 
@@ -197,19 +198,19 @@ def _chunks(items: list[int], n: int):
 
 # every field of a history row (json, jsonl, csv, --wide); the table shows ``HISTORY_COMPACT``
 HISTORY_COLUMNS = ["boot", "started_at", "year_inferred", "deploy", "engine_version", "outcome", "kv_tokens",
-                   "concurrency", "kv_memory", "weights", "kv_check", "contract", "vram_check", "host_check",
-                   "verdict", "source_path", "first_line", "last_line"]
+                   "concurrency", "kv_memory", "weights", "kv_check", "formula_check", "contract", "vram_check",
+                   "host_check", "verdict", "source_path", "first_line", "last_line"]
 HISTORY_COMPACT = ["boot", "started_at", "deploy", "engine_version", "outcome", "kv_tokens", "concurrency",
                    "verdict"]
 # how a failing verdict outranks a passing one, and a passing one no verdict at all
-_VERDICT_RANK = {"broken": 4, "over": 3, "off": 2, "ok": 1, "insufficient": 0}
+_VERDICT_RANK = {"broken": 4, "over": 3, "off": 2, "ok": 1, "insufficient": 0, "unsupported": 0}
 
 
 def overall_verdict(checks: dict[str, str]) -> str | None:
     """A boot's verdicts as one word: the worst of them (``off`` over ``ok``; None when no view
     had enough figures)."""
     worst = max(checks.values(), key=lambda v: _VERDICT_RANK.get(v, 0), default=None)
-    return None if worst in (None, "insufficient") else worst
+    return None if worst in (None, "insufficient", "unsupported") else worst
 
 
 CHUNK = 100  # boots read (and their facts and verdicts looked up) at a time while streaming
@@ -258,6 +259,8 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
 def _history_rows(ledger: Ledger, s: Session, boots: list[m.Boot]) -> list[dict[str, Any]]:
     sums = boot_summaries(s, [b.id for b in boots])
     checks = verdicts(ledger, [b.id for b in boots])
+    for bid, verdict in formula_verdicts(ledger, [b.id for b in boots]).items():
+        checks[bid]["formula"] = verdict  # the KV tokens from the model's geometry (ledger.kvformula)
     rows = []
     for b in boots:
         fs = sums.get(b.id, {})
@@ -274,6 +277,7 @@ def _history_rows(ledger: Ledger, s: Session, boots: list[m.Boot]) -> list[dict[
             "kv_memory": _v(kv_mem),
             "weights": _v(fs.get(FactName.model_weights_bytes)),
             "kv_check": checks[b.id].get("kv"),
+            "formula_check": checks[b.id].get("formula"),
             "contract": checks[b.id].get("capacity"),
             "vram_check": checks[b.id].get("vram"),
             "host_check": checks[b.id].get("host"),

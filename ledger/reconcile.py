@@ -27,13 +27,13 @@ from .db.writes import (
     set_deploy_label,
 )
 from .errors import LedgerError, shown
+from .kvformula import kv_lines
 from .queries import as_id, deploy_name, deploys_named, latest_boot, one_deploy, resolve_boot
 from .verdicts import (
     FAILING,
     CheckLine,
     capacity_line,
     ceiling_lines,
-    kv_line,
     view_rows,
 )
 
@@ -41,6 +41,7 @@ SETTINGS = {
     "card_ceiling_bytes": "bytes",  # weights + KV pool must fit under it (per GPU)
     "host_cap_bytes": "bytes",  # pinned host memory must fit under it
     "kv_reference_boot": "boot",  # predict this deploy's KV tokens from that boot's cost per token
+    "model": "text",  # the model a deploy boots, for logs that print none (the formula's geometry)
 }
 
 
@@ -56,6 +57,10 @@ def parse_setting(key: str, value: str) -> str:
             return str(human_bytes(value))
         except UnitError:
             raise LedgerError(f"{key}={value}: not a byte count (e.g. 29120MiB, 31.3e9, 30,534,533,120)") from None
+    if kind == "text":
+        if not value.strip() or len(value.strip()) > 400:
+            raise LedgerError(f"{key}={shown(value)}: expected a model name (as vLLM prints it, up to 400 characters)")
+        return value.strip()
     if not (value.strip().isascii() and value.strip().isdigit()):
         raise LedgerError(f"{key}={shown(value)}: expected a boot id")
     if as_id(value) is None:  # past any id a database holds
@@ -66,7 +71,7 @@ def parse_setting(key: str, value: str) -> str:
 def typed_settings(stored: dict[str, str]) -> dict[str, int | str]:
     """Settings as the numbers they are (the table keeps text: a setting of a newer ledger that
     this one does not know stays as stored)."""
-    return {k: int(v) if SETTINGS.get(k) and v.strip().lstrip("-").isdigit() else v
+    return {k: int(v) if SETTINGS.get(k) in ("bytes", "boot") and v.strip().lstrip("-").isdigit() else v
             for k, v in sorted(stored.items())}
 
 
@@ -329,11 +334,12 @@ def check(ledger: Ledger, refs: list[str] | None = None) -> list[DeployCheck]:
                 targets.append((deploy_name(d), b.id, b.outcome))
     ids = [t[1] for t in targets]
     rec = {r["boot_id"]: r for r in view_rows(ledger, "kv_reconciliation", ids)}
+    form = {r["boot_id"]: r for r in view_rows(ledger, "kv_formula", ids)}
     cap = {r["boot_id"]: r for r in view_rows(ledger, "capacity_contract", ids)}
     ceil = {r["boot_id"]: r for r in view_rows(ledger, "budget_ceilings", ids)}
     results = []
     for name, bid, outcome in targets:
-        lines = [kv_line(rec.get(bid)), capacity_line(cap.get(bid)), *ceiling_lines(ceil.get(bid))]
+        lines = [*kv_lines(rec.get(bid), form.get(bid)), capacity_line(cap.get(bid)), *ceiling_lines(ceil.get(bid))]
         results.append(DeployCheck(name, bid, outcome, lines))
     return results
 

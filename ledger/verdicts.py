@@ -19,7 +19,8 @@ from .errors import LedgerError
 
 # what reconciles a boot (the notebooks' ``ledger.frames.view`` offers these), and the views
 # they are built on
-RECONCILIATION_VIEWS = ("kv_cost_per_token", "kv_reconciliation", "capacity_contract", "budget_ceilings")
+RECONCILIATION_VIEWS = ("kv_cost_per_token", "kv_reconciliation", "capacity_contract", "budget_ceilings",
+                        "kv_formula")  # kv_formula: ledger.kvformula
 VIEWS = ("boot_figures", "boot_kv", "kv_reference", *RECONCILIATION_VIEWS)
 FAILING = {"off", "broken", "over"}
 

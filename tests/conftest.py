@@ -69,3 +69,11 @@ def cli():
         return runner.invoke(main, list(args), input=input, catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture(autouse=True)
+def _no_hf_cache(tmp_path_factory, monkeypatch):
+    """The ingest looks a model's config.json up in the local Hugging Face cache: every test
+    sees an empty one (a test that wants one sets HF_HOME or HF_HUB_CACHE itself)."""
+    monkeypatch.delenv("HF_HOME", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path_factory.getbasetemp() / "empty-hf-hub"))

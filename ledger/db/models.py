@@ -182,6 +182,61 @@ class KvReferenceCandidate(Base):
     sort_at: Mapped[str] = mapped_column(String(32))
 
 
+class ModelGeometry(Base):
+    """A model's geometry, under the name the logs print (``model='…'``): recorded by ``ledger
+    model add``, or found read-only on this machine at ingest (the Hugging Face cache, the model
+    path the log printed).  ``figures`` is what ``ledger.formula.predict`` reads (JSON);
+    ``unsupported`` says why ``allocator.py`` cannot model it."""
+
+    __tablename__ = "model_geometry"
+    name: Mapped[str] = mapped_column(String(400), primary_key=True)
+    layout: Mapped[str] = mapped_column(String(20))  # uniform | mla | hybrid-gdn | unsupported
+    architecture: Mapped[str | None] = mapped_column(String(120))
+    layers: Mapped[int] = mapped_column(Integer)
+    attn_layers: Mapped[int | None] = mapped_column(Integer)
+    num_kv_heads: Mapped[int | None] = mapped_column(Integer)
+    head_size: Mapped[int | None] = mapped_column(Integer)
+    mamba_layers: Mapped[int | None] = mapped_column(Integer)
+    model_dtype: Mapped[str | None] = mapped_column(String(40))
+    unsupported: Mapped[str | None] = mapped_column(Text)
+    figures: Mapped[str] = mapped_column(Text)  # JSON
+    source: Mapped[str] = mapped_column(Text)  # "model add PATH", "hf cache PATH", "model path PATH"
+    config_sha256: Mapped[str | None] = mapped_column(String(64))
+    added_at: Mapped[str] = mapped_column(String(32))
+
+
+class KvFormulaPrediction(Base):
+    """A boot's KV tokens predicted from its model's geometry by ``allocator.py`` for the boot's
+    own budget and shape: written in the boot's transaction (``writes.insert_boot``), again for
+    a model's boots when ``ledger model add`` brings its geometry, and for a deploy's boots when
+    ``ledger deploy set D model=…`` names it.  ``status``: predicted | insufficient | unsupported,
+    ``reason`` why not predicted; the ``kv_formula`` view sets it against the measured tokens."""
+
+    __tablename__ = "kv_formula_prediction"
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), primary_key=True,
+                                         autoincrement=False)
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    model: Mapped[str | None] = mapped_column(Text)
+    geometry: Mapped[str | None] = mapped_column(String(400))
+    budget_bytes: Mapped[float | None] = mapped_column(Float)
+    budget_source: Mapped[str | None] = mapped_column(String(40))
+    budget_precision_bytes: Mapped[float | None] = mapped_column(Float)
+    tensor_parallel_size: Mapped[int | None] = mapped_column(Integer)
+    pipeline_parallel_size: Mapped[int | None] = mapped_column(Integer)
+    block_size: Mapped[int | None] = mapped_column(Integer)
+    kv_cache_dtype: Mapped[str | None] = mapped_column(String(40))
+    max_model_len: Mapped[int | None] = mapped_column(Integer)
+    engine_version: Mapped[str | None] = mapped_column(String(80))
+    v0: Mapped[bool | None] = mapped_column(Boolean)
+    predicted_blocks: Mapped[int | None] = mapped_column(BigInteger)
+    predicted_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    predicted_tokens_low: Mapped[int | None] = mapped_column(BigInteger)
+    predicted_tokens_high: Mapped[int | None] = mapped_column(BigInteger)
+    predicted_concurrency: Mapped[float | None] = mapped_column(Float)
+    assumed: Mapped[str | None] = mapped_column(Text)  # the vLLM defaults taken for what was not printed
+
+
 class RuntimeSampleRow(Base):
     """One stats interval (engine_stats) or one speculative-decoding report (spec_decode), stored
     compactly; users read it through the ``runtime_sample`` view, which gives back every figure

@@ -17,6 +17,7 @@ from ledger import parsers
 
 from ..errors import LedgerError
 from .columns import COLUMNS
+from .formula import record_kv_formula, repredict_deploy
 from .staging import (
     KIND_CODES,
     STORED_SERIES,
@@ -159,6 +160,7 @@ def insert_boot(writer: Writer, cur: Any, deploy: int, boot: dict[str, Any], sha
     for table, rows in (("shape", shape), ("fact", facts), ("failure", failures)):
         writer.insert_many(cur, table, ["boot_id", *CHILD_COLUMNS[table]], [(bid, *row) for row in rows])
     record_kv_candidate(writer, cur, bid)
+    record_kv_formula(writer, cur, bid)  # its KV tokens from its model's geometry (ledger.formula)
     return bid
 
 
@@ -430,6 +432,8 @@ def put_deploy_settings(writer: Writer, deploy: int, settings: list[tuple[str, s
                 if cur.rowcount == 0:
                     writer.insert(cur, "deploy_setting", {"deploy_id": deploy, "key": key, "value": value,
                                                           "set_at": now})
+            if any(key == "model" for key, _ in settings):
+                repredict_deploy(writer, cur, deploy)  # the model names the geometry its boots are predicted from
             cur.execute(f'SELECT "key", value FROM deploy_setting WHERE deploy_id = {q}', (deploy,))
             return dict(cur.fetchall())
 
@@ -444,6 +448,8 @@ def delete_deploy_settings(writer: Writer, deploy: int, keys: list[str]) -> dict
         with writer.transaction() as cur:
             cur.executemany(f'DELETE FROM deploy_setting WHERE deploy_id = {q} AND "key" = {q}',
                             [(deploy, key) for key in keys])
+            if "model" in keys:
+                repredict_deploy(writer, cur, deploy)
             cur.execute(f'SELECT "key", value FROM deploy_setting WHERE deploy_id = {q}', (deploy,))
             return dict(cur.fetchall())
 

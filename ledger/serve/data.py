@@ -69,7 +69,8 @@ def deploys(ledger: Ledger) -> list[dict[str, Any]]:
     for did, (bid, started) in latest.items():
         row, ceiling = rows_by_boot[bid], ceilings.get(bid, {})
         out.append({"deploy": _deploy_obj(deps[did]), "boots": counts.get(did, 0), "last_seen": started,
-                    "latest": row, "verdicts": {"kv": row["kv_check"], "capacity": row["contract"],
+                    "latest": row, "verdicts": {"kv": row["kv_check"], "formula": row["formula_check"],
+                                                "capacity": row["contract"],
                                                 "vram": ceiling.get("vram_verdict"),
                                                 "host": ceiling.get("host_verdict")}})
     out.sort(key=lambda r: r["last_seen"] or "", reverse=True)

@@ -1,0 +1,32 @@
+"""``ledger model add`` and ``ledger model list`` for people: what geometry was recorded, where
+it came from, and the verdicts of the boots predicted again from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def geometry_text(g: dict[str, Any]) -> str:
+    """``uniform: 32 attention layers, 8 KV heads x 128, bfloat16`` (or why it is unsupported)."""
+    if g.get("layout") == "unsupported":
+        return f"unsupported: {g.get('unsupported')}"
+    layers = f"{g.get('attn_layers')} attention layers"
+    if g.get("mamba_layers"):
+        layers += f" + {g['mamba_layers']} linear-attention (gated delta net)"
+    heads = "1 latent head" if g.get("layout") == "mla" else f"{g.get('num_kv_heads')} KV heads"
+    return f"{g.get('layout')}: {layers}, {heads} x {g.get('head_size')}, {g.get('model_dtype')}"
+
+
+def render_model_added(obj: dict[str, Any]) -> str:
+    boots = obj["boots"]
+    verdicts = ", ".join(f"{v} {n}" for v, n in obj["verdicts"].items())
+    again = (f"{len(boots)} boot{'s' if len(boots) != 1 else ''} predicted again ({verdicts}): "
+             + ", ".join(str(b) for b in boots[:20]) + (" …" if len(boots) > 20 else "")) if boots else \
+        "no boot of this model in the ledger yet"
+    return "\n".join([f"model {obj['name']}", f"  geometry  {geometry_text(obj)}", f"  from      {obj['source']}",
+                      f"  boots     {again}"])
+
+
+def human_model(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``model list`` row for the terminal: empty cells for what the layout does not have."""
+    return {k: ("" if v is None else v) for k, v in row.items()}
