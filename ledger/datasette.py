@@ -45,6 +45,12 @@ _TABLES: dict[str, str] = {
     "kv_reference": "The boot each boot's KV prediction comes from (pinned, else its group's earliest ready boot).",
     "kv_reconciliation": "Each boot's KV tokens predicted from its reference's bytes per token, "
                          "against the tokens it measured.",
+    "model_geometry": "A model's KV geometry from its config.json (`ledger model add`, or found at ingest in the "
+                      "model path or the local Hugging Face cache), under the name the logs print.",
+    "kv_formula_prediction": "Each boot's KV tokens predicted from its model's geometry by the engine release's "
+                             "allocator arithmetic, stored in the boot's transaction (read through kv_formula).",
+    "kv_formula": "Each boot's KV tokens predicted from its model's own geometry against the tokens it measured: "
+                  "ok, off, insufficient or unsupported with the reason.",
     "capacity_contract": "Does the KV pool back max_num_seqs x max_model_len? The margin in tokens and bytes.",
     "budget_ceilings": "The VRAM pair (KV pool + weights) against the card ceiling, the pinned host memory "
                        "against the host cap.",
@@ -83,6 +89,31 @@ _COMMON: dict[str, str] = {
     "kv_budget_precision_bytes": "kv_budget_bytes' uncertainty: 0 when exact, else half a printed digit (bytes).",
     "group_key": "The comparable group: model, KV dtype, TP, block size, release.",
     "verdict": "ok, off, broken or over; insufficient when a figure it needs was not printed.",
+}
+
+
+_FORMULA = {
+    "model": "The model the boot served (as printed, or the deploy's model setting).",
+    "geometry": "The model_geometry row the prediction used.",
+    "budget_bytes": "The KV budget the prediction is for (bytes).",
+    "budget_source": "Which figure the budget is.",
+    "budget_precision_bytes": "The budget's printed precision (bytes; 0: exact).",
+    "status": "predicted, insufficient or unsupported.",
+    "reason": "Why a prediction is insufficient or unsupported.",
+    "pipeline_parallel_size": "--pipeline-parallel-size.",
+    "max_model_len": "--max-model-len (tokens).",
+    "v0": "1 for the V0 engine's arithmetic.",
+    "predicted_blocks": "KV blocks the allocator gives the budget.",
+    "predicted_tokens": "KV cache tokens the allocator gives the budget.",
+    "predicted_tokens_low": "predicted_tokens at the low end of the budget's precision.",
+    "predicted_tokens_high": "predicted_tokens at the high end of the budget's precision.",
+    "predicted_concurrency": "Concurrency at max_model_len the allocator gives (x).",
+    "measured_tokens": "The KV cache tokens the boot printed.",
+    "measured_concurrency": "The concurrency the boot printed (x).",
+    "relative_error": "(measured - predicted) / predicted.",
+    "tolerance": "0.1 %, widened by the tokens the budget's printed precision allows.",
+    "tolerance_note": "How the tolerance was made.",
+    "assumed": "vLLM defaults assumed where the log printed no value (JSON).",
 }
 
 _COLUMNS: dict[str, dict[str, str]] = {
@@ -193,6 +224,24 @@ _COLUMNS: dict[str, dict[str, str]] = {
         "relative_error": "(measured - predicted) / predicted.",
         "tolerance": "The relative error allowed: 0.1 %, widened by the printed precision.",
         "tolerance_note": "How the tolerance was made.",
+    },
+    "kv_formula": _FORMULA,
+    "kv_formula_prediction": _FORMULA,
+    "model_geometry": {
+        "name": "The model's name as the logs print it (model='...').",
+        "layout": "uniform, mla or hybrid: how the allocator sizes its KV.",
+        "architecture": "The config's architectures[0].",
+        "layers": "num_hidden_layers.",
+        "attn_layers": "Layers with a KV cache of their own (full attention).",
+        "num_kv_heads": "num_key_value_heads.",
+        "head_size": "head_dim (or hidden_size / num_attention_heads).",
+        "mamba_layers": "Linear-attention (mamba) layers of a hybrid model.",
+        "model_dtype": "torch_dtype of the config.",
+        "unsupported": "Why the allocator does not model this geometry (null: it does).",
+        "figures": "Every figure read from the config (JSON).",
+        "source": "Where the config came from (a path, or the Hugging Face cache).",
+        "config_sha256": "sha256 of the config.json read.",
+        "added_at": "When it was recorded (ISO 8601, UTC).",
     },
     "capacity_contract": {
         "kv_cache_tokens": "KV cache tokens the boot printed.",
