@@ -223,6 +223,9 @@ _COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
               help="A grammar pack (TOML file, or the name of a bundled pack) for a fork's own lines. Repeatable.")
 @click.option("--force", is_flag=True,
               help="Read a text that reads as prose quoting vLLM lines (a README, notes, a commit message) anyway.")
+@click.option("--source-name", metavar="NAME",
+              help="Store the boots' source under this name instead of the path (or <stdin>): one LOG only, "
+                   "e.g. docker logs vllm 2>&1 | ledger ingest - --source-name vllm-host-a.")
 @format_option(formats=("table", "json", "jsonl"))
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @db_option
@@ -230,7 +233,7 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
            journal_since: str | None, journal_until: str | None, journal_files: tuple[str, ...],
            journal_dir: str | None, commit: str | None, image: str | None, label: str | None, relabel: bool,
            repo: str | None, at_boot_time: bool, year: int | None, grammars: tuple[str, ...], force: bool,
-           fmt: str, as_json: bool, db: str | None) -> None:
+           source_name: str | None, fmt: str, as_json: bool, db: str | None) -> None:
     """Read vLLM logs into the ledger: a container's, a systemd unit's, or files (plain, .gz,
     .zst, or - for stdin).
 
@@ -265,6 +268,11 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
         raise LedgerError("--since, --until, --journal-file and --journal-dir go with --unit")
     if runtime and not container:
         raise LedgerError("--runtime goes with --container")
+    if source_name is not None and (len(logs) != 1 or container or unit):
+        raise LedgerError("--source-name names one LOG (a container's or unit's source is named after it)")
+    if source_name is not None and (not source_name.strip() or len(source_name) > 400
+                                    or not source_name.isprintable()):
+        raise LedgerError("--source-name: give a printable name of at most 400 characters")
     if at_boot_time and not repo:
         raise LedgerError("--at-boot-time needs --repo DIR")
     if at_boot_time and commit:
@@ -294,10 +302,10 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
     # ledger opens (they are what the imports below cost)
     from .ingest import start_parse
 
-    started = start_parse(logs[0], rules, year, force) if logs[0] != "-" else None
+    started = start_parse(logs[0], rules, year, force, source_name) if logs[0] != "-" else None
     try:
         _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started, relabel, at_boot_time,
-                    force=force)
+                    force=force, source_name=source_name)
     finally:
         if started is not None:
             started.close()
@@ -306,7 +314,7 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
 def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
                 repo: str | None, year: int | None, rules: Any, fmt: str, db: str | None,
                 started: Any, relabel: bool = False, at_boot_time: bool = False, origin: Any = None,
-                log: Any = None, force: bool = False) -> None:
+                log: Any = None, force: bool = False, source_name: str | None = None) -> None:
     from .db.connect import open_writer
     from .db.writes import DeployInfo, check_label, deploy_names
     from .ingest import at_boot_time as per_boot_commit
@@ -345,10 +353,12 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 progress = None
             else:
                 assert path is not None
-                shown = printable(path)  # a file name that is not UTF-8 prints (and is stored) escaped
+                # a file name that is not UTF-8 prints (and is stored) escaped
+                shown = source_name or ("<stdin>" if path == "-" else printable(path))
                 progress = _Progress(path) if sys.stderr.isatty() else None
                 result = ingest_file(writer, path, info, rules, year=year, progress=progress, force=force,
-                                     on_stored=_streamed(path, as_json, progress, writer, names) if path == "-"
+                                     name=source_name,
+                                     on_stored=_streamed(shown, as_json, progress, writer, names) if path == "-"
                                      else None,
                                      started=started if i == 0 else None,
                                      per_boot=per_boot_commit(repo, info) if repo and at_boot_time else None)

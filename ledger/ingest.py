@@ -37,12 +37,13 @@ class FileResult:
 
 
 def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None,
-                force: bool = False) -> parsers.Parse | None:
+                force: bool = False, name: str | None = None) -> parsers.Parse | None:
     """Start reading ``path`` now (the parser goes on while the caller opens the ledger); None
     when it cannot start — ``ingest_file`` then meets and reports the problem itself.
-    ``force``: read a text that reads as prose quoting vLLM lines too."""
+    ``force``: read a text that reads as prose quoting vLLM lines too; ``name``: the source's
+    stored name instead of its path."""
     try:
-        return parsers.start(path, rules, year, force=force)
+        return parsers.start(path, rules, year, force=force, name=name)
     except (parsers.SourceError, OSError):
         return None
 

@@ -314,3 +314,20 @@ def test_the_deploy_chart_joins_only_boots_of_one_comparable_group(db, cli):
     fig = charts.boots_figure(frame, title)
     joined = [len(line.get_xdata()) for line in fig.axes[0].get_lines()]
     assert joined == [2]  # the two fp8 boots; the bf16 boot stands alone
+
+
+# -- a boot read from a pipe can be named ----------------------------------------------------------
+
+
+def test_a_boot_from_a_pipe_is_stored_under_the_source_name_given(db, cli):
+    import json
+
+    r = cli("ingest", "-", "--source-name", "docker:vllm@host-a", "--year", "2026", input=RESTART.read_text())
+    assert r.exit_code == 0 and "(docker:vllm@host-a:1-25)" in r.output
+    sources = {o["source"]["path"] for o in json.loads(cli("export").output)}
+    assert sources == {"docker:vllm@host-a"}
+
+
+def test_a_source_name_names_one_log_only(db, cli, tmp_path):
+    r = cli("ingest", str(RESTART), str(RESTART), "--source-name", "x")
+    assert r.exit_code == 2 and r.output.startswith("Error: --source-name names one LOG")
