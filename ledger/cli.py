@@ -163,12 +163,29 @@ def main(db: str | None) -> None:
 # -- ingest -------------------------------------------------------------------------------------
 
 
+_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
+
+
 @main.command()
-@click.argument("logs", nargs=-1, required=True, metavar="LOG...")
-@click.option("--commit", help="The deploy repo's commit for these boots.")
+@click.argument("logs", nargs=-1, metavar="[LOG...]")
+@click.option("--container", metavar="NAME|ID",
+              help="Read this container's whole log (docker or podman: logs --timestamps, inspect, events).")
+@click.option("--runtime", type=click.Choice(["docker", "podman"]),
+              help="The container runtime for --container (default: the first on PATH that knows the container).")
+@click.option("--unit", metavar="NAME", help="Read this systemd unit's journal (journalctl -u NAME -o json).")
+@click.option("--since", "journal_since", metavar="TIME", help="With --unit: journalctl's --since, passed as it is.")
+@click.option("--until", "journal_until", metavar="TIME", help="With --unit: journalctl's --until, passed as it is.")
+@click.option("--journal-file", "journal_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --unit: read these journal files (journalctl --file) instead of the system's journal.")
+@click.option("--journal-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="With --unit: read the journal in this folder (journalctl --directory).")
+@click.option("--commit", help="The deploy repo's commit for these boots (a hex sha of 7-64 digits).")
 @click.option("--image", help="The container image digest (sha256:<64 hex>).")
 @click.option("--label", help="A name for the deploy (used by diff and history --deploy).")
+@click.option("--relabel", is_flag=True, help="Let --label rename a deploy that already has another label.")
 @click.option("--repo", type=click.Path(file_okay=False), help="Read --commit (and dirty flag) from this git repo.")
+@click.option("--at-boot-time", is_flag=True,
+              help="With --repo: each boot gets the newest commit not newer than its start (dirty unknown).")
 @click.option("--year", type=click.IntRange(1970, 2100),
               help="Year of the log's MM-DD timestamps (default: a year the log prints, else the file's mtime).")
 @click.option("--grammar", "grammars", multiple=True, metavar="PACK",
@@ -176,18 +193,26 @@ def main(db: str | None) -> None:
 @format_option(formats=("table", "json", "jsonl"))
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @db_option
-def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
-           repo: str | None, year: int | None, grammars: tuple[str, ...], fmt: str, as_json: bool,
-           db: str | None) -> None:
-    """Read vLLM logs (plain, .gz, .zst, or - for stdin) into the ledger.
+def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, unit: str | None,
+           journal_since: str | None, journal_until: str | None, journal_files: tuple[str, ...],
+           journal_dir: str | None, commit: str | None, image: str | None, label: str | None, relabel: bool,
+           repo: str | None, at_boot_time: bool, year: int | None, grammars: tuple[str, ...], fmt: str,
+           as_json: bool, db: str | None) -> None:
+    """Read vLLM logs into the ledger: a container's, a systemd unit's, or files (plain, .gz,
+    .zst, or - for stdin).
 
-    Each boot in a log is stored once with every figure it prints; ingesting the same file
-    content again stores nothing.
+    Each boot in a log is stored once with every figure it prints; ingesting the same log
+    again stores only what is new.  A container is read whole (every run of it: each restart
+    is a boot of its own), with its image digest, name, id, restart count and OCI labels from
+    the runtime; its boots' source is container:NAME@<short id>.  See docs/containers.md.
 
     \b
     Examples:
+      ledger ingest --container vllm --label qwen-fp8
+      ledger ingest --container vllm --runtime podman --repo ~/deploy
+      ledger ingest --unit vllm.service --since "2026-11-01"
+      ledger ingest --unit vllm.service --journal-dir /mnt/old/journal --repo ~/deploy --at-boot-time
       ledger ingest /var/log/vllm/boot.log --label qwen-fp8
-      docker logs vllm 2>&1 | ledger ingest - --image sha256:7923b480...
       ledger ingest --repo ~/deploy fixtures/real/*.log
       ledger ingest --grammar radiance --label bf16-2slot boot.log
       ledger ingest boot.log --format json    # the stored boots as export objects
@@ -197,16 +222,43 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
 
     if as_json:
         fmt = "json"
+    origins = sum(1 for x in (container, unit) if x) + (1 if logs else 0)
+    if origins == 0:
+        raise LedgerError("nothing to read: give LOG..., --container NAME or --unit NAME")
+    if origins > 1:
+        raise LedgerError("give one of LOG..., --container NAME and --unit NAME")
+    if not unit and (journal_since or journal_until or journal_files or journal_dir):
+        raise LedgerError("--since, --until, --journal-file and --journal-dir go with --unit")
+    if runtime and not container:
+        raise LedgerError("--runtime goes with --container")
+    if at_boot_time and not repo:
+        raise LedgerError("--at-boot-time needs --repo DIR")
+    if at_boot_time and commit:
+        raise LedgerError("--at-boot-time takes each boot's commit from --repo; leave out --commit")
+    if commit is not None and not _COMMIT.match(commit):
+        raise LedgerError(f"--commit {commit}: expected a hex sha of 7 to 64 digits")
+    commit = commit.lower() if commit else commit
     if image and not _DIGEST.match(image):
         raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
     rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
+    if container or unit:
+        from .origins import container_origin, journal_origin, unit_origin
+
+        if container:
+            origin = container_origin(container, runtime)
+        elif journal_files or journal_dir:
+            origin = journal_origin(unit, list(journal_files), journal_dir, journal_since, journal_until)  # type: ignore[arg-type]
+        else:
+            origin = unit_origin(unit, journal_since, journal_until)  # type: ignore[arg-type]
+        _ingest_all((), commit, image, label, repo, year, rules, fmt, db, None, relabel, at_boot_time, origin)
+        return
     # the first input starts now: the parser reads it while the ledger's modules load and the
     # ledger opens (they are what the imports below cost)
     from .ingest import start_parse
 
-    started = start_parse(logs[0], rules, year) if logs[0] != "-" else None
+    started = start_parse(logs[0], rules, year) if logs[0] != "-" and not at_boot_time else None
     try:
-        _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started)
+        _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started, relabel, at_boot_time)
     finally:
         if started is not None:
             started.close()
@@ -214,18 +266,21 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
 
 def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
                 repo: str | None, year: int | None, rules: Any, fmt: str, db: str | None,
-                started: Any) -> None:
+                started: Any, relabel: bool = False, at_boot_time: bool = False, origin: Any = None) -> None:
     from .db.connect import open_writer
-    from .db.writes import DeployInfo
-    from .ingest import ingest_file, repo_state
+    from .db.writes import DeployInfo, check_label, deploy_names
+    from .ingest import at_boot_time as per_boot_commit
+    from .ingest import ingest_file, ingest_origin, repo_state
 
     dirty = None
-    if repo:
+    if repo and at_boot_time:
+        repo_state(repo)  # a repo git can read, before anything is stored
+    elif repo:
         repo_commit, dirty = repo_state(repo)
         if commit and not repo_commit.startswith(commit):
             raise LedgerError(f"--commit {commit} disagrees with {repo} at {repo_commit[:12]}")
         commit = repo_commit
-    info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty)
+    info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty, relabel=relabel)
     failed = 0
     as_json = fmt != "table"
     stored_ids: list[str] = []
@@ -233,17 +288,26 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
     writer = open_writer(_db(db))
     _say_upgraded(writer.backup)
     try:
+        check_label(writer, DeployInfo(commit, image or (origin.image if origin else None), label, dirty, relabel))
         # the modules and the open ledger live until exit: the collector need not walk them
         # again each time the parse's short-lived objects trigger a full collection
         gc.freeze()
         from ledger.parsers.source import printable
 
-        for i, path in enumerate(logs):
-            shown = printable(path)  # a file name that is not UTF-8 prints (and is stored) escaped
-            progress = _Progress(path) if sys.stderr.isatty() else None
-            result = ingest_file(writer, path, info, rules, year=year, progress=progress,
-                                 on_stored=_streamed(path, as_json, progress) if path == "-" else None,
-                                 started=started if i == 0 else None)
+        for i, path in enumerate(logs or [None]):
+            if origin is not None:
+                shown = origin.source_name
+                result = ingest_origin(writer, origin, info, rules, year=year,
+                                       boot_time_repo=repo if at_boot_time else None)
+                progress = None
+            else:
+                assert path is not None
+                shown = printable(path)  # a file name that is not UTF-8 prints (and is stored) escaped
+                progress = _Progress(path) if sys.stderr.isatty() else None
+                result = ingest_file(writer, path, info, rules, year=year, progress=progress,
+                                     on_stored=_streamed(path, as_json, progress) if path == "-" else None,
+                                     started=started if i == 0 else None,
+                                     per_boot=per_boot_commit(repo, info) if repo and at_boot_time else None)
             if progress:
                 progress.done()
             for warning in result.warnings:
@@ -255,16 +319,20 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 failed += 1
                 click.echo(f"Error: {result.error}", err=True)
                 continue
+            names = deploy_names(writer, [*result.deploys.values(), *result.existing_deploys])
             for bid, boot in result.stored:
                 stored_ids.append(str(bid))
                 if not as_json and path != "-":
-                    click.echo(_boot_line(bid, boot, shown))
+                    click.echo(_boot_line(bid, boot, shown, names.get(result.deploys.get(bid, -1)),
+                                          result.superseded.get(bid)))
             if result.repeated and not as_json:
                 click.echo(f"{shown}: {result.repeated} boot{'s' if result.repeated != 1 else ''} identical to one "
                            f"before in the same input (same lines, same counts): stored once")
             if result.existing and not result.stored and not as_json:
+                where = ", ".join(names[d] for d in result.existing_deploys if d in names)
                 click.echo(f"{shown}: already in the ledger ({result.existing} boot"
-                           f"{'s' if result.existing != 1 else ''}, sha256 {result.sha256[:12]}); nothing stored")
+                           f"{'s' if result.existing != 1 else ''}{' in ' + where if where else ''}, "
+                           f"sha256 {result.sha256[:12]}); nothing stored")
     finally:
         writer.close()
     if as_json:
@@ -341,7 +409,7 @@ def _streamed(path: str, as_json: bool, progress: _Progress | None):
     return say
 
 
-def _boot_line(bid: int, boot, path: str) -> str:
+def _boot_line(bid: int, boot, path: str, deploy: str | None = None, replaced: list[int] | None = None) -> str:
     from ledger.parsers.units import format_bytes
     from ledger.parsers.vocabulary import FactName
 
@@ -362,6 +430,11 @@ def _boot_line(bid: int, boot, path: str) -> str:
     if boot.failures:
         parts.append("failure " + ", ".join(f"{f.kind}@{f.phase}" for f in boot.failures))
     parts.append(f"({path}:{boot.first_line}-{boot.last_line})")
+    if deploy:
+        parts.append(f"-> {deploy}")
+    if replaced:
+        # a log that grew (a container still running): the boot read again, longer
+        parts.append(f"supersedes boot {', '.join(map(str, replaced))} (the same boot, read again as it grew)")
     return "  ".join(parts)
 
 

@@ -4,7 +4,7 @@ transaction, and report what happened per file (one bad file does not stop the o
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,6 +16,7 @@ from .errors import LedgerError
 if TYPE_CHECKING:  # the writer loads only once a file has started: see start_parse
     from .db.writer import Writer
     from .db.writes import DeployInfo
+    from .origins import Origin
 
 
 @dataclass
@@ -28,6 +29,9 @@ class FileResult:
     error: str | None = None
     long_lines: int = 0  # lines past parsers.source.MAX_LINE, read only up to it
     warnings: list[str] = field(default_factory=list)  # the reading's own (trailing garbage)
+    deploys: dict[int, int] = field(default_factory=dict)  # stored boot -> its deploy
+    existing_deploys: list[int] = field(default_factory=list)  # the deploys of the boots already there
+    superseded: dict[int, list[int]] = field(default_factory=dict)  # stored boot -> the shorter versions it replaced
 
 
 def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None) -> parsers.Parse | None:
@@ -39,14 +43,22 @@ def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None
         return None
 
 
+# per boot: its deploy (--at-boot-time: the commit of its time) and its boot_origin rows
+PerBoot = Callable[[parsers.Boot], tuple["DeployInfo", dict[str, str]]]
+
+
 def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | None = None,
                 year: int | None = None, on_stored: Callable[[int, parsers.Boot], None] | None = None,
-                progress: Callable[[int], None] | None = None, started: parsers.Parse | None = None) -> FileResult:
+                progress: Callable[[int], None] | None = None, started: parsers.Parse | None = None,
+                per_boot: PerBoot | None = None, name: str | None = None,
+                run_starts: Sequence[int] = ()) -> FileResult:
     """Parse and store one input.  Each boot is written in its own transaction as soon as it is
     complete (from a stream: while the stream goes on); runtime samples are spooled, so memory
-    stays flat whatever the input's size.  ``started``: the input's Parse from ``start_parse``."""
+    stays flat whatever the input's size.  ``started``: the input's Parse from ``start_parse``;
+    ``per_boot``: each boot's deploy and origin rows instead of ``info``; ``name``: the
+    source's stored name instead of ``path``; ``run_starts``: see ``parsers.start``."""
     from .db.staging import SampleSpool, Staging
-    from .db.writes import set_source_sha256, store_boot
+    from .db.writes import boot_deploys, set_source_sha256, store_boot
 
     result = FileResult(path)
     staging = Staging(writer)
@@ -59,27 +71,34 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         spool.add(samples)
 
     seen: set[str] = set()
+    existing: list[str] = []  # the content digests of the boots already there
 
     def on_boot(boot: parsers.Boot) -> None:
         if boot.content_sha256 in seen:
             result.repeated += 1
         seen.add(boot.content_sha256)
         spool = spools.pop(id(boot), None)
+        boot_info, origin = per_boot(boot) if per_boot else (info, {})
+        superseded: list[int] = []
         try:
-            bid = store_boot(writer, boot, source.display, source.sha256 or None, info, spool)
+            bid = store_boot(writer, boot, source.display, source.sha256 or None, boot_info, spool, origin,
+                             superseded)
         finally:
             if spool is not None:
                 spool.close()
         if bid is None:
             result.existing += 1
+            existing.append(boot.content_sha256)
         else:
             result.stored.append((bid, boot))
+            if superseded:
+                result.superseded[bid] = superseded
             if on_stored:
                 on_stored(bid, boot)
 
     try:
         try:
-            parse = started or parsers.start(path, rules, year)
+            parse = started or parsers.start(path, rules, year, name=name, run_starts=run_starts)
         except parsers.SourceError as exc:
             result.error = str(exc)
             return result
@@ -98,21 +117,77 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         staging.close()
     result.sha256 = source.sha256
     set_source_sha256(writer, [bid for bid, _ in result.stored], source.sha256)
+    result.deploys, result.existing_deploys = boot_deploys(writer, [bid for bid, _ in result.stored], existing)
     return result
+
+
+def ingest_origin(writer: Writer, origin: Origin, info: DeployInfo, rules: RuleSet | None = None,
+                  year: int | None = None, on_stored: Callable[[int, parsers.Boot], None] | None = None,
+                  boot_time_repo: str | None = None) -> FileResult:
+    """Read a container's or a unit's whole log (``ledger.origins``) and store it as one input
+    named ``origin.source_name``: each run of the container (each invocation of the unit) is
+    a boot of its own; every boot carries the origin's facts and its run's number
+    (``boot_origin``); the deploy's image is the container's unless ``info`` names one.
+    ``boot_time_repo``: a deploy repo whose commit at each boot's start is that boot's
+    (``commit_at``)."""
+    import tempfile
+
+    from .db.writes import DeployInfo
+    from .origins import write_log
+
+    base = DeployInfo(info.commit, info.image or origin.image, info.label, info.dirty, info.relabel)
+    with tempfile.NamedTemporaryFile(prefix="ledger-origin-", suffix=".log") as f:
+        starts = write_log(origin, f)
+        f.flush()
+
+        def per_boot(boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
+            run = sum(1 for n in starts if n <= boot.first_line) + 1
+            facts = {**origin.facts, "run": str(run)}
+            if boot_time_repo is None:
+                return base, facts
+            return DeployInfo(commit_at(boot_time_repo, boot.started_at), base.image, base.label, None,
+                              base.relabel), facts
+
+        return ingest_file(writer, f.name, info, rules, year, on_stored, per_boot=per_boot,
+                           name=origin.source_name, run_starts=starts)
+
+
+def at_boot_time(repo: str, info: DeployInfo) -> PerBoot:
+    """``per_boot`` for ``--repo DIR --at-boot-time`` on files: each boot's commit is the one of
+    its start (``commit_at``), dirty unknown."""
+    from .db.writes import DeployInfo
+
+    def per_boot(boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
+        return DeployInfo(commit_at(repo, boot.started_at), info.image, info.label, None, info.relabel), {}
+
+    return per_boot
+
+
+def commit_at(repo: str, started_at: str | None) -> str | None:
+    """The deploy repo's commit checked out when a boot started, as far as git can tell: the
+    newest commit of HEAD's history whose commit time is not after the boot's start (the log's
+    clock, taken as UTC).  An approximation: git does not record what was checked out when, and
+    whether the tree was dirty is unknown.  None for a boot without a start time, or one
+    older than every commit."""
+    if not started_at:
+        return None
+    out = _git(repo, "rev-list", "-1", f"--before={started_at} +0000", "HEAD")
+    return out or None
+
+
+def _git(repo: str, *args: str) -> str:
+    try:
+        out = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True)
+    except FileNotFoundError:
+        raise LedgerError("--repo needs git, and git is not installed") from None
+    except subprocess.CalledProcessError as exc:
+        msg = (exc.stderr or "").strip().splitlines()
+        raise LedgerError(f"{repo}: not a git repository ({msg[0] if msg else 'git failed'})") from None
+    return out.stdout.strip()
 
 
 def repo_state(repo: str) -> tuple[str, bool]:
     """The deploy repo's HEAD commit and whether its work tree has uncommitted changes."""
-    def git(*args: str) -> str:
-        try:
-            out = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True)
-        except FileNotFoundError:
-            raise LedgerError("--repo needs git, and git is not installed") from None
-        except subprocess.CalledProcessError as exc:
-            msg = (exc.stderr or "").strip().splitlines()
-            raise LedgerError(f"{repo}: not a git repository ({msg[0] if msg else 'git failed'})") from None
-        return out.stdout.strip()
-
-    commit = git("rev-parse", "HEAD")
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    commit = _git(repo, "rev-parse", "HEAD")
+    dirty = bool(_git(repo, "status", "--porcelain", "--untracked-files=no"))
     return commit, dirty

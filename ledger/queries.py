@@ -45,7 +45,7 @@ def resolve_boot(session: Session, ref: str) -> m.Boot:
             return boot
     deploys = resolve_deploys(session, ref)
     if not deploys:
-        raise LedgerError(f"{ref}: no boot or deploy by that id, commit, digest or label")
+        raise LedgerError(f"{ref}: no boot or deploy by that id (N or deploy:N), commit, digest or label")
     if len(deploys) > 1:
         names = ", ".join(deploy_name(d) for d in deploys[:5])
         raise LedgerError(f"{ref}: names more than one deploy ({names}); give more of it")
@@ -55,10 +55,30 @@ def resolve_boot(session: Session, ref: str) -> m.Boot:
     return boot
 
 
+def deploy_ref(ref: str) -> int | None:
+    """The id a ``deploy:N`` reference names (``deploy list``'s deploy column), else None (a
+    commit, a digest, a label).  The one place the form is read: a selector after the id
+    (``deploy:3@ready``) is split off before (``ref.partition("@")``), by whoever reads it.
+
+    >>> deploy_ref("deploy:3"), deploy_ref("qwen-fp8"), deploy_ref("deploy:x")
+    (3, None, None)
+    """
+    head, sep, number = ref.strip().partition(":")
+    if head == "deploy" and sep and number.isdigit() and int(number) <= MAX_FIGURE:
+        return int(number)
+    return None
+
+
 def resolve_deploys(session: Session, ref: str) -> list[m.Deploy]:
+    """The deploys ``ref`` names: ``deploy:N`` (its id), else a label, else a commit or image
+    digest prefix (a label that matches wins)."""
     ref = ref.strip()
     if not ref:
         return []
+    number = deploy_ref(ref)
+    if number is not None:
+        d = session.get(m.Deploy, number)
+        return [d] if d is not None else []
     digest = ref if ref.startswith("sha256:") else f"sha256:{ref}"
     q = select(m.Deploy).where(
         or_(
@@ -81,7 +101,7 @@ def one_deploy(session: Session, ref: str, by_id: bool = False) -> m.Deploy:
             return d
     deploys = resolve_deploys(session, ref)
     if not deploys:
-        raise LedgerError(f"{ref}: no deploy by that {'id, ' if by_id else ''}commit, digest or label")
+        raise LedgerError(f"{ref}: no deploy by that {'id, ' if by_id else ''}deploy:N, commit, digest or label")
     if len(deploys) > 1:
         raise LedgerError(f"{ref}: names more than one deploy; give more of it")
     return deploys[0]
@@ -91,7 +111,7 @@ def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
     """``resolve_deploys``, or the error that no deploy goes by ``ref``."""
     deploys = resolve_deploys(session, ref)
     if not deploys:
-        raise LedgerError(f"{ref}: no deploy by that commit, digest or label")
+        raise LedgerError(f"{ref}: no deploy by that deploy:N, commit, digest or label")
     return deploys
 
 
@@ -290,13 +310,26 @@ def runtime_counts(session: Session, boot_ids: list[int]) -> dict[int, dict[str,
     return counts
 
 
-def export_boot(b: m.Boot, counts: dict[str, int]) -> dict[str, Any]:
+def boot_origins(session: Session, boot_ids: list[int]) -> dict[int, dict[str, str]]:
+    """Per boot, what its container's or unit's runtime reported (``boot_origin``; empty for a
+    boot read from a file)."""
+    found: dict[int, dict[str, str]] = defaultdict(dict)
+    BO = m.BootOrigin
+    for chunk in _chunks(boot_ids, 500):
+        for bid, key, value in session.execute(select(BO.boot_id, BO.key, BO.value).where(BO.boot_id.in_(chunk))
+                                               .order_by(BO.boot_id, BO.id)):
+            found[bid][key] = value
+    return found
+
+
+def export_boot(b: m.Boot, counts: dict[str, int], origin: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "boot": str(b.id),
         "source": {"path": b.source_path, "sha256": b.source_sha256, "first_line": b.first_line,
                    "last_line": b.last_line},
-        "deploy": {"commit": b.deploy.commit_sha, "image_digest": b.deploy.image_digest,
-                   "label": b.deploy.label},
+        "deploy": {"id": f"deploy:{b.deploy_id}", "commit": b.deploy.commit_sha,
+                   "image_digest": b.deploy.image_digest, "label": b.deploy.label},
+        "origin": origin or {},
         "engine": {"name": b.engine_name, "version": b.engine_version, "commit": b.engine_commit},
         "outcome": b.outcome,
         "started_at": iso(b.started_at),
@@ -327,7 +360,8 @@ def iter_export(ledger: Ledger, refs: list[str] | None = None) -> Iterator[dict[
         q = _load_query(ids).execution_options(yield_per=CHUNK)
         for boots in s.execute(q).scalars().partitions():
             counts = runtime_counts(s, [b.id for b in boots])
-            objs = [export_boot(b, counts[b.id]) for b in boots]
+            origins = boot_origins(s, [b.id for b in boots])
+            objs = [export_boot(b, counts[b.id], origins.get(b.id)) for b in boots]
             yield from objs
 
 
@@ -340,7 +374,7 @@ def show(ledger: Ledger, ref: str) -> dict[str, Any]:
     with ledger.Session() as s:
         bid = resolve_boot(s, ref).id
         b = _load(s, [bid])[0]
-        obj = export_boot(b, runtime_counts(s, [bid])[bid])
+        obj = export_boot(b, runtime_counts(s, [bid])[bid], boot_origins(s, [bid]).get(bid))
         obj["shape_sources"] = {sh.key: sh.source for sh in b.shape}
         obj["summary"] = {name: _v(f) for name, f in boot_summaries(s, [bid]).get(bid, {}).items()}
         obj["access_lines"] = b.access_lines

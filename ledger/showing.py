@@ -16,6 +16,24 @@ def _value(value: Any, unit: str) -> str:
     return human(value, unit, show_unit=True)
 
 
+# what an origin's facts are called on show's lines, in this order (ledger.origins)
+_ORIGIN_SHOWN = [("container_name", "container"), ("container_id", "id"), ("runtime", "runtime"), ("run", "run"),
+                 ("restart_count", "restarts"), ("unit", "unit"), ("image_name", "image"), ("image_id", "image id"),
+                 ("created_at", "created"), ("started_at", "last started"), ("oci_revision", "oci revision"),
+                 ("oci_version", "oci version"), ("oci_source", "oci source")]
+
+
+def _origin_lines(origin: dict[str, str]) -> list[str]:
+    """A container's or a unit's facts, two lines (none for a boot read from a file)."""
+    if not origin:
+        return []
+    parts = [f"{name} {origin[key][:12] if key == 'container_id' else origin[key]}"
+             for key, name in _ORIGIN_SHOWN if origin.get(key)]
+    known = {k for k, _ in _ORIGIN_SHOWN} | {"origin", "image_digest", "status"}
+    parts += [f"{k} {v}" for k, v in origin.items() if k not in known]
+    return [f"  origin   {'  '.join(parts)}"]
+
+
 def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = False, markdown: bool = False) -> str:
     """The boot for people; tables fitted to ``width`` (the evidence is cut, ``--format json``
     has it whole); ``markdown`` lays the tables out for pasting."""
@@ -30,7 +48,9 @@ def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = Fa
     out = [
         f"boot {obj['boot']}: {paint(obj['outcome']) if colour else obj['outcome']}",
         f"  source   {src['path']} lines {src['first_line']}-{src['last_line']} (sha256 {(src['sha256'] or '—')[:12]})",
-        f"  deploy   commit {dep['commit'] or '—'}  image {dep['image_digest'] or '—'}  label {dep['label'] or '—'}",
+        f"  deploy   {dep.get('id') or ''}  commit {dep['commit'] or '—'}  image {dep['image_digest'] or '—'}  "
+        f"label {dep['label'] or '—'}",
+        *_origin_lines(obj.get("origin") or {}),
         f"  engine   {eng['name']} {eng['version'] or '(version not printed)'}"
         + (f" commit {eng['commit']}" if eng["commit"] else ""),
         f"  started  {started}",

@@ -53,6 +53,11 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "value",
         "set_at",
     ),
+    "boot_origin": (
+        "boot_id",
+        "key",
+        "value",
+    ),
     "boot_runtime": (
         "boot_id",
         "engine_stats",

@@ -150,6 +150,22 @@ class Failure(Base):
     boot: Mapped[Boot] = relationship(back_populates="failures")
 
 
+class BootOrigin(Base):
+    """Where a boot was read from when that was a container or a systemd unit, as its runtime
+    reported it (``ledger ingest --container`` / ``--unit``; ``ledger.origins``): the container's
+    id and name, its image id and digest, created and started times, restart count, the run of
+    the container the boot is, the OCI labels of its image (``oci_revision``, ``oci_version``,
+    ``oci_source``), the unit and its invocation.  Facts of the boot's deploy, kept with the
+    boot so that they go where it goes (``ledger deploy move``)."""
+
+    __tablename__ = "boot_origin"
+    __table_args__ = (UniqueConstraint("boot_id", "key", name="uq_boot_origin_key"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    boot_id: Mapped[int] = mapped_column(ForeignKey("boot.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(80))
+    value: Mapped[str] = mapped_column(Text)
+
+
 class KvReferenceCandidate(Base):
     """A boot a group's KV predictions may be taken from: ready, with a KV budget and a token
     count, in a group (``boot_kv.group_key``).  Written in the boot's own transaction (the

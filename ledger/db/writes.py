@@ -35,6 +35,7 @@ class DeployInfo:
     image: str | None = None
     label: str | None = None
     dirty: bool | None = None
+    relabel: bool = False  # a --label that differs from the deploy's renames it (else: refused)
 
     def identity(self) -> str:
         if self.commit or self.image:
@@ -65,27 +66,95 @@ def _ordered(table: str, row: dict[str, Any]) -> tuple:
 
 
 def store_boot(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
-               info: DeployInfo, spool: SampleSpool | None = None) -> int | None:
+               info: DeployInfo, spool: SampleSpool | None = None, origin: dict[str, str] | None = None,
+               superseded: list[int] | None = None) -> int | None:
     """Write one boot in one transaction; returns its id, or None if it was already there
-    (the same content, from this file or another)."""
+    (the same content, from this file or another).  ``origin``: the boot's ``boot_origin``
+    rows (a container's or unit's facts); ``superseded`` is given the ids of the shorter
+    versions of the boot that the new one replaced (a grown log)."""
     deploy_info = info
     if not info.image and len(boot.image_digests) == 1:
         # the log printed its own image digest: key the deploy by it
-        deploy_info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty)
+        deploy_info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty, info.relabel)
     year = (boot.started_at or boot.ready_at or boot.ended_at or "")[:4] or None
-    return retrying(lambda: _store_boot_once(writer, boot, source_path, sha256, deploy_info, spool, year))
+    return retrying(lambda: _store_boot_once(writer, boot, source_path, sha256, deploy_info, spool, year,
+                                             origin or {}, superseded))
 
 
-def deploy_id(writer: Writer, cur: Any, identity: str, new: dict[str, Any], label: str | None = None) -> int:
+def deploy_id(writer: Writer, cur: Any, identity: str, new: dict[str, Any], label: str | None = None,
+              relabel: bool = True) -> int:
     """The id of the deploy with this identity, created with the columns ``new`` if there is
-    none; ``label`` renames it (a label names the deploy; it is not a measured figure)."""
+    none; ``label`` renames it if ``relabel`` (a label names the deploy; it is not a measured
+    figure), else a different label is refused (``label_conflict``)."""
     cur.execute(f"SELECT id, label FROM deploy WHERE identity = {writer.mark}", (identity,))
     row = cur.fetchone()
     if row is None:
         return writer.insert(cur, "deploy", {"identity": identity, **new})
+    if label and row[1] and row[1] != label and not relabel:
+        raise LedgerError(label_conflict(row[0], row[1], label))
     if label and row[1] != label:
         cur.execute(f"UPDATE deploy SET label = {writer.mark} WHERE id = {writer.mark}", (label, row[0]))
     return row[0]
+
+
+def label_conflict(deploy: int, label: str, wanted: str) -> str:
+    """The one line that refuses ``--label wanted`` on a deploy labelled otherwise."""
+    return (f"--label {wanted}: deploy:{deploy} (this commit and image) is labelled {label}; rename it with "
+            f"`ledger deploy label deploy:{deploy} {wanted}`, or ingest with --relabel")
+
+
+def check_label(writer: Writer, info: DeployInfo) -> None:
+    """Refuse, before anything is stored, an ingest whose ``--label`` differs from the label of
+    the deploy its commit and image name (unless ``info.relabel``)."""
+    if not info.label or info.relabel or not (info.commit or info.image):
+        return
+    with writer.transaction() as cur:
+        cur.execute(f"SELECT id, label FROM deploy WHERE identity = {writer.mark}", (info.identity(),))
+        row = cur.fetchone()
+    if row is not None and row[1] and row[1] != info.label:
+        raise LedgerError(label_conflict(row[0], row[1], info.label))
+
+
+def deploy_names(writer: Writer, deploys: list[int]) -> dict[int, str]:
+    """How an ingest line names each deploy: ``deploy:N`` and its label, else its commit and
+    image (short), else ``unnamed``."""
+    q = writer.mark
+    names: dict[int, str] = {}
+    if not deploys:
+        return names
+    with writer.transaction() as cur:
+        for d in dict.fromkeys(deploys):
+            cur.execute(f"SELECT label, commit_sha, image_digest FROM deploy WHERE id = {q}", (d,))
+            row = cur.fetchone()
+            if row is None:
+                continue
+            label, commit, image = row
+            said = label or " ".join(x for x in (commit[:10] if commit else "",
+                                                  image.removeprefix("sha256:")[:12] if image else "") if x)
+            names[d] = f"deploy:{d} ({said or 'unnamed'})"
+    return names
+
+
+def boot_deploys(writer: Writer, boot_ids: list[int], contents: list[str]) -> tuple[dict[int, int], list[int]]:
+    """The deploy of each boot id, and the deploys (in order, once each) of the boots with
+    these content digests: what an ingest's lines name."""
+    q = writer.mark
+    by_boot: dict[int, int] = {}
+    found: list[int] = []
+    if not boot_ids and not contents:
+        return by_boot, found
+    with writer.transaction() as cur:
+        for bid in boot_ids:
+            cur.execute(f"SELECT deploy_id FROM boot WHERE id = {q}", (bid,))
+            row = cur.fetchone()
+            if row is not None:
+                by_boot[bid] = row[0]
+        for content in contents:
+            cur.execute(f"SELECT deploy_id FROM boot WHERE content_sha256 = {q}", (content,))
+            row = cur.fetchone()
+            if row is not None and row[0] not in found:
+                found.append(row[0])
+    return by_boot, found
 
 
 def is_stored(writer: Writer, cur: Any, content_sha256: str) -> bool:
@@ -130,7 +199,8 @@ def _boot_rows(boot: parsers.Boot, source_path: str, sha256: str | None) -> tupl
 
 
 def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
-                     info: DeployInfo, spool: SampleSpool | None, year: str | None) -> int | None:
+                     info: DeployInfo, spool: SampleSpool | None, year: str | None,
+                     origin: dict[str, str], superseded: list[int] | None) -> int | None:
     row, shape, facts, failures = _boot_rows(boot, source_path, sha256)
     attached = spool is not None and spool.staging is not None and bool(spool.tables) and spool.staging.attached
     if spool is not None and attached:
@@ -148,9 +218,14 @@ def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha25
             return None  # a longer version of this boot is in the ledger already
         deploy = deploy_id(writer, cur, info.identity(), {
             "commit_sha": info.commit, "image_digest": info.image, "label": info.label, "dirty": info.dirty,
-            "created_at": _now()}, info.label)
+            "created_at": _now()}, info.label, info.relabel)
         bid = insert_boot(writer, cur, deploy, row, shape, facts, failures)
+        if origin:
+            writer.insert_many(cur, "boot_origin", ["boot_id", "key", "value"],
+                               [(bid, key, value) for key, value in origin.items()])
         _supersede(writer, cur, earlier, bid)
+        if superseded is not None:
+            superseded[:] = earlier
         samples = SampleSpool()
         samples.add(boot.runtime)  # samples the parser kept (no sink)
         spools = [(spool, attached)] if spool is not None else []

@@ -143,6 +143,16 @@ CREATE TABLE boot_runtime (
 	FOREIGN KEY(boot_id) REFERENCES boot (id) ON DELETE CASCADE
 );
 
+CREATE TABLE boot_origin (
+	id INTEGER NOT NULL, 
+	boot_id INTEGER NOT NULL, 
+	"key" VARCHAR(80) NOT NULL, 
+	value TEXT NOT NULL, 
+	PRIMARY KEY (id), 
+	FOREIGN KEY(boot_id) REFERENCES boot (id) ON DELETE CASCADE, 
+	CONSTRAINT uq_boot_origin_key UNIQUE (boot_id, "key")
+);
+
 CREATE TABLE watch (
 	id INTEGER NOT NULL, 
 	source TEXT NOT NULL, 
@@ -159,6 +169,8 @@ CREATE TABLE watch (
 CREATE INDEX ix_boot_deploy_id ON boot (deploy_id);
 
 CREATE INDEX ix_boot_deploy_started ON boot (deploy_id, started_at, id);
+
+CREATE INDEX ix_boot_origin_boot_id ON boot_origin (boot_id);
 
 CREATE INDEX ix_boot_outcome ON boot (outcome);
 

@@ -168,8 +168,12 @@ class BootAssembler:
 
     def __init__(self, default_year: int | None = None,
                  runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None,
-                 counts_after_scan: bool = False, not_after: str | None = None):
+                 counts_after_scan: bool = False, not_after: str | None = None,
+                 run_starts: Sequence[int] = ()):
         self.boots: list[Boot] = []
+        # lines at which the process was started again (a container's restart, told by its
+        # runtime): whatever the lines say, a boot ends before each
+        self.run_starts = sorted(run_starts, reverse=True)
         self.current: Boot | None = None
         self.first_line = 1
         self.default_year = default_year
@@ -190,9 +194,11 @@ class BootAssembler:
                 self._add_counts(counts)
                 return self._feed(line, events)
             case RuntimeRun():
-                self._add_counts(item.counts)
-                finished = self._feed_run(item)
-                self._add_counts(item.within)
+                finished = []
+                for run in self._cut_at_run_starts(item):
+                    self._add_counts(run.counts)
+                    finished += self._feed_run(run)
+                    self._add_counts(run.within)
                 return finished
             case Counts(counts):
                 self._add_counts(counts)
@@ -271,6 +277,24 @@ class BootAssembler:
         self._ready(boot, work, first.line, first.timestamp, None)
         return finished
 
+    def _cut_at_run_starts(self, run: RuntimeRun) -> list[RuntimeRun]:
+        """A run of runtime records as the runs of the process it spans (``run_starts``): one
+        piece per run, each to be fed on its own."""
+        cuts = [n for n in reversed(self.run_starts) if run.samples[0].line < n <= run.samples[-1].line]
+        if not cuts:
+            return [run]
+        pieces, lines, samples, offset, first = [], run.lines, run.samples, run.offset, True
+        for cut in [*cuts, None]:
+            k = len(samples) if cut is None else next(i for i, s in enumerate(samples) if s.line >= cut)
+            if k:
+                pieces.append(RuntimeRun(samples[0].line, offset, run.process, run.pid, lines[:k], samples[:k],
+                                         run.counts if first else {}, run.within if cut is None else {}))
+                first = False
+                if offset is not None:
+                    offset += sum(len(raw) + 1 for raw in lines[:k])
+            lines, samples = lines[k:], samples[k:]
+        return pieces
+
     def _boot_for(self, number: int, offset: int | None, process: str | None, pid: int | None,
                   message: str | None, starts: Sequence[Event], finished: list[Boot],
                   timestamp: str | None = None) -> tuple[Boot, _Work]:
@@ -305,11 +329,17 @@ class BootAssembler:
         if not new and boot.failures and not known_process and timestamp is not None and work.latest is not None \
                 and _seconds(timestamp) - _seconds(work.latest) > _RESTART_GAP:
             new = True  # the boot had failed; new processes, much later: another run in the paste
+        first = number
+        if self.run_starts and number >= self.run_starts[-1]:
+            while self.run_starts and number >= self.run_starts[-1]:
+                cut = self.run_starts.pop()
+            if work.seen:  # a new run of the process: a new boot from the run's first line on
+                new, first = True, max(cut, boot.first_line + 1)
         if new:
-            closed = self._close(boot, number - 1)
+            closed = self._close(boot, first - 1)
             if closed is not None:
                 finished.append(closed)
-            boot = self._new(number)
+            boot = self._new(first)
             boot.first_offset = offset or 0
             work = self._work[boot.index]
         if one_per_boot:

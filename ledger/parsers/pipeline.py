@@ -14,7 +14,7 @@ import datetime as _dt
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .boots import Boot, BootAssembler
@@ -61,8 +61,10 @@ class Parse:
     run must be closed."""
 
     def __init__(self, source: Source, rules: RuleSet | None = None, year: int | None = None,
-                 options: ScanOptions = DEFAULT, not_after: str | None = None):
+                 options: ScanOptions = DEFAULT, not_after: str | None = None,
+                 run_starts: Sequence[int] = ()):
         self.source, self.year, self.options = source, year, options
+        self.run_starts = run_starts  # lines at which a run of the process begins (BootAssembler)
         self.not_after = not_after  # see BootAssembler: an inferred year stays before this time
         self.rules = rules = rules or builtin_ruleset()
         self.scanner = scanner_for(rules, options.engine)
@@ -201,7 +203,7 @@ class Parse:
         try:
             self.progress = progress
             assembler = BootAssembler(self.year, runtime_sink, counts_after_scan=self.counts_after_scan,
-                                      not_after=self.not_after)
+                                      not_after=self.not_after, run_starts=self.run_starts)
             for item in self.items():
                 for boot in assembler.consume(item):
                     if on_boot:
@@ -231,15 +233,17 @@ def default_year(path: str) -> int:
 
 
 def start(path: str, rules: RuleSet | None = None, year: int | None = None,
-          options: ScanOptions = DEFAULT) -> Parse:
+          options: ScanOptions = DEFAULT, name: str | None = None, run_starts: Sequence[int] = ()) -> Parse:
     """Start parsing ``path`` (plain, .gz or .zst; '-' for stdin) now; ``run()`` the result.
     ``year``: the year of vLLM's MM-DD timestamps (default: the year the file was last written,
-    one earlier for a boot whose month and day would fall after that moment)."""
+    one earlier for a boot whose month and day would fall after that moment).  ``name``: the
+    source's name instead of its path; ``run_starts``: the lines at which the process was
+    started again (a restarted container), each the first line of a boot of its own."""
     if year:
-        return Parse(Source(path), rules, year, options)
+        return Parse(Source(path, name), rules, year, options, run_starts=run_starts)
     written = written_at(path)
-    return Parse(Source(path), rules, written.year, options,
-                 not_after=written.strftime("%Y-%m-%d %H:%M:%S"))
+    return Parse(Source(path, name), rules, written.year, options,
+                 not_after=written.strftime("%Y-%m-%d %H:%M:%S"), run_starts=run_starts)
 
 
 def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,

@@ -46,6 +46,7 @@ class Source:
     """One input: where it came from, and (after reading) its sha256 and size."""
 
     path: str
+    name: str | None = None  # how to print and store it instead of its path (a temporary copy of a container's log)
     sha256: str = ""
     size: int = 0  # bytes of log text read (decompressed)
     consumed: int = 0  # bytes of the input itself read (compressed, for .gz/.zst): what a percent of its size counts
@@ -67,6 +68,8 @@ class Source:
     @property
     def display(self) -> str:
         """The input's name as it is printed and stored (``printable``)."""
+        if self.name is not None:
+            return printable(self.name)
         return "<stdin>" if self.path == "-" else printable(self.path)
 
     def blocks(self, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
