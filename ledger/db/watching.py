@@ -62,10 +62,10 @@ def _year(boot: parsers.Boot) -> str | None:
 
 def _deploy(writer: Writer, cur: Any, boot: parsers.Boot, info: DeployInfo) -> int:
     if not info.image and len(boot.image_digests) == 1:  # as writes.store_boot: the log's own digest
-        info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty)
+        info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty, info.relabel)
     return deploy_id(writer, cur, info.identity(), {
         "commit_sha": info.commit, "image_digest": info.image, "label": info.label, "dirty": info.dirty,
-        "created_at": _now()}, info.label)
+        "created_at": _now()}, info.label, info.relabel)
 
 
 def _counts(spool: SampleSpool) -> tuple[int, int]:
@@ -105,7 +105,7 @@ def _find(writer: Writer, cur: Any, boot: parsers.Boot, row: dict[str, Any], fac
 
 
 def store_watched(writer: Writer, boot: parsers.Boot, source_path: str, info: DeployInfo, spool: SampleSpool,
-                  running: bool) -> Stored:
+                  running: bool, origin: dict[str, str] | None = None) -> Stored:
     """Write a boot with every sample read so far (``spool``), in one transaction: new, or in
     place of its stored version (module docstring)."""
     row, shape, facts, failures = _boot_rows(boot, source_path, None)
@@ -118,8 +118,10 @@ def store_watched(writer: Writer, boot: parsers.Boot, source_path: str, info: De
             deploy = _deploy(writer, cur, boot, info)
             if bid is None:
                 bid = insert_boot(writer, cur, deploy, row, shape, facts, failures)
+                _origin(writer, cur, bid, origin or {}, new=True)
             elif rewrite:
                 _update(writer, cur, bid, deploy, row, shape, facts, failures)
+                _origin(writer, cur, bid, origin or {})
                 q = writer.mark
                 cur.execute(f"DELETE FROM runtime_sample_row WHERE boot_id = {q}", (bid,))
                 cur.execute(f"DELETE FROM boot_runtime WHERE boot_id = {q}", (bid,))
@@ -130,6 +132,13 @@ def store_watched(writer: Writer, boot: parsers.Boot, source_path: str, info: De
 
     result: Stored = retrying(write)
     return result
+
+
+def _origin(writer: Writer, cur: Any, bid: int, origin: dict[str, str], new: bool = False) -> None:
+    """The boot's ``boot_origin`` rows (a container's or unit's facts), as ``ingest`` writes them."""
+    if not new:
+        cur.execute(f"DELETE FROM boot_origin WHERE boot_id = {writer.mark}", (bid,))
+    writer.insert_many(cur, "boot_origin", ["boot_id", "key", "value"], [(bid, k, v) for k, v in origin.items()])
 
 
 def _update(writer: Writer, cur: Any, bid: int, deploy: int, row: dict[str, Any], shape: list[tuple],
@@ -147,7 +156,7 @@ def _update(writer: Writer, cur: Any, bid: int, deploy: int, row: dict[str, Any]
 
 
 def append_watched(writer: Writer, boot_id: int, boot: parsers.Boot, source_path: str, info: DeployInfo,
-                   samples: list[parsers.RuntimeSample]) -> str | None:
+                   samples: list[parsers.RuntimeSample], origin: dict[str, str] | None = None) -> str | None:
     """One batch of a boot already written: the boot as read now, and the samples read since
     the last batch (appended after the ledger's last sample), in one transaction.  The outcome
     the boot had before."""
@@ -242,14 +251,16 @@ def watch_started(writer: Writer, source: str) -> int:
     return result
 
 
-def watch_seen(writer: Writer, watch_id: int, boot_id: int | None, deploy: int | None) -> None:
-    """The watch is alive, reading ``boot_id`` (a boot still running, or None)."""
+def watch_seen(writer: Writer, watch_id: int, boot_id: int | None) -> None:
+    """The watch is alive, reading ``boot_id`` (a boot still running, or None); its deploy is
+    the deploy of the last boot it wrote."""
     q = writer.mark
 
     def write() -> None:
         with writer.transaction() as cur:
-            cur.execute(f"UPDATE watch SET seen_at = {q}, live_boot_id = {q}, deploy_id = COALESCE({q}, deploy_id) "
-                        f"WHERE id = {q}", (_now(), boot_id, deploy, watch_id))
+            cur.execute(f"UPDATE watch SET seen_at = {q}, live_boot_id = {q}, "
+                        f"deploy_id = COALESCE((SELECT deploy_id FROM boot WHERE id = {q}), deploy_id) WHERE id = {q}",
+                        (_now(), boot_id, boot_id, watch_id))
 
     retrying(write)
 

@@ -106,6 +106,11 @@ def alert_text(alert: Any) -> str:
     return f"{a['raised_at']}  {a['kind']:<12}  {a['message']}  [{a['source']}{line}]"
 
 
+def alert_line(alert: Any, fmt: str) -> str:
+    """An alert as ``ledger watch`` prints it: ``table``, one line of text; ``jsonl``, its JSON."""
+    return dumps(alert_json(alert)) if fmt == "jsonl" else alert_text(alert)
+
+
 def alert_env(alert: Any) -> dict[str, str]:
     """``LEDGER_ALERT_*`` for --exec: each top-level field (its JSON for a figure that is not
     text), the figures as ``LEDGER_ALERT_FIGURES`` (JSON)."""

@@ -17,7 +17,7 @@ import os
 import select
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 BLOCK = 8 * 1024 * 1024  # read at most this much at a time (a large file's catch-up)
@@ -167,8 +167,11 @@ class CommandFollower:
     the lines it prints again — those logs are printed from their start — are skipped, so the
     stream goes on where it was."""
 
-    def __init__(self, argv: list[str], on_note: Callable[[str], None] | None = None, restart_s: float = 1.0):
+    def __init__(self, argv: list[str], on_note: Callable[[str], None] | None = None, restart_s: float = 1.0,
+                 transform: Callable[[list[bytes]], Iterable[bytes]] | None = None):
         self.argv, self.restart_s = argv, restart_s
+        # the command's lines as log lines (a unit's journal entries, JSON, as text lines)
+        self.transform = transform
         self.on_note = on_note or (lambda _text: None)
         self.proc: subprocess.Popen[bytes] | None = None
         self.lines = _Lines()
@@ -225,6 +228,8 @@ class CommandFollower:
         """Drop the lines a restarted command printed again; count the rest."""
         if not lines:
             return lines
+        if self.transform is not None:
+            lines = b"".join(self.transform(lines.splitlines(keepends=True)))
         if self._skip:
             parts = lines.split(b"\n")[:-1]
             dropped = min(self._skip, len(parts))
