@@ -147,3 +147,85 @@ def test_a_bad_option_is_one_line_and_exit_2(db, tmp_path):
                            "--for", "soon"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["Error: --for soon: expected a duration such as 30s, 5m or 2h"]
+
+
+# -- a lost database -----------------------------------------------------------------------------
+
+
+class _Chunks:
+    """A follower that hands out chunks of a log, pausing ``pause`` seconds before each (the
+    watch writes what it read in the pauses), and calls ``before(i)`` before chunk ``i``."""
+
+    caught_up = True
+
+    def __init__(self, chunks: list[str], before, pause: float = 1.5):
+        self.chunks, self.before, self.pause, self.i = chunks, before, pause, 0
+        self.next_at = 0.0
+
+    def read(self, timeout: float) -> bytes | None:
+        import time
+
+        if self.i == len(self.chunks):
+            return None
+        if time.monotonic() < self.next_at:
+            time.sleep(min(timeout, self.next_at - time.monotonic()))
+            return b""
+        self.before(self.i)
+        chunk = self.chunks[self.i]
+        self.i += 1
+        self.next_at = time.monotonic() + self.pause
+        return chunk.encode()
+
+    def close(self) -> None:
+        pass
+
+
+@sqlite_only
+def test_a_lost_connection_is_opened_again_and_nothing_is_lost(db, tmp_path):
+    from ledger.db.connect import open_writer
+    from ledger.watch.session import Settings, Watch as Session
+
+    chunks = [boot(T0), served(T0, 3), crash(T0 + dt.timedelta(minutes=1))]
+    notes: list[str] = []
+
+    def before(i: int) -> None:
+        if i == 1:  # the connection goes away under the watch (a server restarted, a lost mount)
+            session.writer.conn.close()
+
+    session = Session(lambda: open_writer(db), _Chunks(chunks, before), Settings("vllm.log", db_backoff=0.05),
+                      on_note=notes.append)
+    session.run()
+    assert any("trying again" in n for n in notes)
+    log = tmp_path / "vllm.log"
+    log.write_text("".join(chunks))
+    q = "SELECT content_sha256, outcome, (SELECT count(*) FROM runtime_sample_row s WHERE s.boot_id = b.id) FROM boot b"
+    assert rows(db, q) == rows(_ingested(tmp_path, log), q)
+
+
+@sqlite_only
+def test_a_ledger_that_stays_lost_is_one_error_after_the_retries(db, tmp_path):
+    import pytest
+
+    from ledger.db.connect import open_writer
+    from ledger.errors import LedgerError
+    from ledger.watch.session import Settings, Watch as Session
+
+    gone = {"now": False}
+
+    def opener():
+        if gone["now"]:
+            return open_writer(str(tmp_path / "no-such-folder" / "ledger.db"))
+        return open_writer(db)
+
+    def before(i: int) -> None:
+        if i == 1:
+            gone["now"] = True
+            session.writer.conn.close()
+
+    chunks = [boot(T0), served(T0, 3)]
+    session = Session(opener, _Chunks(chunks, before), Settings("vllm.log", db_tries=3, db_backoff=0.05))
+    with pytest.raises(LedgerError) as err:
+        session.run()
+    assert str(err.value).startswith("lost the ledger: ")
+    assert "(tried 3 times); what was read since the last batch is not stored" in str(err.value)
+    assert _boots(db) == [(1, "ready")]  # what was stored before stays

@@ -10,7 +10,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-
 from dbutil import rows
 from watchlog import T0, Watch, append, boot, crash, failed_boot, served, stats, wait_until
 

@@ -130,13 +130,13 @@ class LiveParse:
     def _scan(self, chunk: bytes) -> list[Boot]:
         base, offset = self.lines, self.offset
         hits: list[Hit | RuntimeRun | Counts | End] = []
-        for item in self.scanner.scan([chunk], numpy_min_block=self.options.numpy_min_block):
-            if type(item) is Hit:
-                hits.append(item._replace(number=item.number + base, offset=item.offset + offset))
-            elif isinstance(item, Counts):
-                hits.append(item)  # the counted lines after the chunk's last event line
-            elif isinstance(item, End):
-                self.lines = base + item.total_lines
+        for scanned in self.scanner.scan([chunk], numpy_min_block=self.options.numpy_min_block):
+            if type(scanned) is Hit:
+                hits.append(scanned._replace(number=scanned.number + base, offset=scanned.offset + offset))
+            elif isinstance(scanned, Counts):
+                hits.append(scanned)  # the counted lines after the chunk's last event line
+            elif isinstance(scanned, End):
+                self.lines = base + scanned.total_lines
         self.offset += len(chunk)
         if not self.vllm and _VLLM_LINE_BYTES.search(chunk):
             self.vllm = True

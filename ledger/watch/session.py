@@ -147,7 +147,7 @@ class Watch:
     def _signals(self) -> list[tuple[int, Any]]:
         if threading.current_thread() is not threading.main_thread():
             return []
-        out = []
+        out: list[tuple[int, Any]] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             out.append((sig, signal.signal(sig, self.stop)))
         return out
@@ -309,28 +309,34 @@ class Watch:
     def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(writer, *args)``; a lost database is opened again and the call tried again
         (``db_tries`` in all, with back-off), then one ``LedgerError``."""
-        from ..db.errors import describe_db_error, is_database_error
+        from ..db.errors import is_database_error
 
         last: BaseException | None = None
         for attempt in range(self.s.db_tries):
             try:
                 if self.writer is None:
                     self.writer = self.open_writer()
-                return fn(self.writer, *args)
-            except LedgerError:
-                raise
-            except Exception as exc:
-                if not is_database_error(exc):
+            except Exception as exc:  # the ledger cannot be opened again (yet): tried again below
+                if not (is_database_error(exc) or isinstance(exc, LedgerError)):
                     raise
                 last = exc
-                if attempt + 1 == self.s.db_tries:
-                    break
-                pause = self.s.db_backoff * 2 ** attempt
-                self.on_note(f"{describe_db_error(exc)}; trying again in {pause:g} s")
-                self._drop_writer()
-                time.sleep(pause)
+            else:
+                try:
+                    return fn(self.writer, *args)
+                except LedgerError:
+                    raise
+                except Exception as exc:
+                    if not is_database_error(exc):
+                        raise
+                    last = exc
+                    self._drop_writer()
+            if attempt + 1 == self.s.db_tries:
+                break
+            pause = self.s.db_backoff * 2 ** attempt
+            self.on_note(f"{_said(last)}; trying again in {pause:g} s")
+            time.sleep(pause)
         assert last is not None
-        raise LedgerError(f"lost the ledger: {describe_db_error(last)} (tried {self.s.db_tries} times); "
+        raise LedgerError(f"lost the ledger: {_said(last)} (tried {self.s.db_tries} times); "
                           f"what was read since the last batch is not stored")
 
     def _drop_writer(self) -> None:
@@ -340,6 +346,12 @@ class Watch:
             except Exception:  # noqa: BLE001 (a connection already gone)
                 pass
             self.writer = None
+
+
+def _said(exc: BaseException) -> str:
+    from ..db.errors import describe_db_error
+
+    return str(exc) if isinstance(exc, LedgerError) else describe_db_error(exc)
 
 
 def _live(rules: Any, year: int | None, sink: Any) -> Any:

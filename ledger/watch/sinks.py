@@ -61,6 +61,7 @@ class Sinks:
                 self._queue.task_done()
 
     def _exec(self, alert: Any) -> None:
+        assert self.exec_cmd is not None
         env = {**os.environ, **alert_env(alert)}
         try:
             done = subprocess.run(self.exec_cmd, shell=True, input=dumps(alert_json(alert)).encode("utf-8"),
