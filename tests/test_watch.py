@@ -183,7 +183,8 @@ class _Chunks:
 @sqlite_only
 def test_a_lost_connection_is_opened_again_and_nothing_is_lost(db, tmp_path):
     from ledger.db.connect import open_writer
-    from ledger.watch.session import Settings, Watch as Session
+    from ledger.watch.session import Settings
+    from ledger.watch.session import Watch as Session
 
     chunks = [boot(T0), served(T0, 3), crash(T0 + dt.timedelta(minutes=1))]
     notes: list[str] = []
@@ -208,7 +209,8 @@ def test_a_ledger_that_stays_lost_is_one_error_after_the_retries(db, tmp_path):
 
     from ledger.db.connect import open_writer
     from ledger.errors import LedgerError
-    from ledger.watch.session import Settings, Watch as Session
+    from ledger.watch.session import Settings
+    from ledger.watch.session import Watch as Session
 
     gone = {"now": False}
 
