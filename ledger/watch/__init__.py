@@ -56,8 +56,12 @@ def follower_for(source: str | None, container: str | None, runtime: str | None,
         from ..origins import container_origin, unit_origin
 
         origin = container_origin(container, runtime) if container else unit_origin(unit or "", since)
-        return CommandFollower(origin.argv(follow=True), on_note, transform=origin.text_lines), \
-            origin.source_name, origin
+        argv = origin.argv(follow=True)
+        if unit and not since:
+            # the unit's whole journal, then new entries (journalctl -f alone starts at its last
+            # ten): a restarted watch reads the same lines under the same numbers, as for a file
+            argv.insert(len(argv) - 1, "--lines=all")
+        return CommandFollower(argv, on_note, transform=origin.text_lines), origin.source_name, origin
     assert source is not None
     if source == "-":
         return StreamFollower(0), "-", None
