@@ -145,6 +145,8 @@ def main(db: str | None) -> None:
 
     \b
     Examples:
+      ledger ingest --container vllm --label fp8-4slot --repo ~/deploy
+      ledger ingest --unit vllm.service --since 2026-11-01
       ledger ingest boot.log --label fp8-4slot --repo ~/deploy
       ledger history --since 7d
       ledger show 3
@@ -250,13 +252,17 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
             origin = journal_origin(unit, list(journal_files), journal_dir, journal_since, journal_until)  # type: ignore[arg-type]
         else:
             origin = unit_origin(unit, journal_since, journal_until)  # type: ignore[arg-type]
-        _ingest_all((), commit, image, label, repo, year, rules, fmt, db, None, relabel, at_boot_time, origin)
+        from .ingest import origin_log
+
+        with origin_log(origin) as log:
+            _ingest_all((), commit, image, label, repo, year, rules, fmt, db, None, relabel, at_boot_time,
+                        origin, log)
         return
     # the first input starts now: the parser reads it while the ledger's modules load and the
     # ledger opens (they are what the imports below cost)
     from .ingest import start_parse
 
-    started = start_parse(logs[0], rules, year) if logs[0] != "-" and not at_boot_time else None
+    started = start_parse(logs[0], rules, year) if logs[0] != "-" else None
     try:
         _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started, relabel, at_boot_time)
     finally:
@@ -266,7 +272,8 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
 
 def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
                 repo: str | None, year: int | None, rules: Any, fmt: str, db: str | None,
-                started: Any, relabel: bool = False, at_boot_time: bool = False, origin: Any = None) -> None:
+                started: Any, relabel: bool = False, at_boot_time: bool = False, origin: Any = None,
+                log: Any = None) -> None:
     from .db.connect import open_writer
     from .db.writes import DeployInfo, check_label, deploy_names
     from .ingest import at_boot_time as per_boot_commit
@@ -284,6 +291,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
     failed = 0
     as_json = fmt != "table"
     stored_ids: list[str] = []
+    names: dict[int, str] = {}  # deploy id -> how the lines name it
     # the ingest writes with the database driver alone (no SQLAlchemy to load: ledger.db.connect)
     writer = open_writer(_db(db))
     _say_upgraded(writer.backup)
@@ -297,7 +305,9 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         for i, path in enumerate(logs or [None]):
             if origin is not None:
                 shown = origin.source_name
-                result = ingest_origin(writer, origin, info, rules, year=year,
+                for warning in origin.warnings:
+                    click.echo(f"warning: {shown}: {warning}", err=True)
+                result = ingest_origin(writer, origin, log, info, rules, year=year,
                                        boot_time_repo=repo if at_boot_time else None)
                 progress = None
             else:
@@ -305,7 +315,8 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 shown = printable(path)  # a file name that is not UTF-8 prints (and is stored) escaped
                 progress = _Progress(path) if sys.stderr.isatty() else None
                 result = ingest_file(writer, path, info, rules, year=year, progress=progress,
-                                     on_stored=_streamed(path, as_json, progress) if path == "-" else None,
+                                     on_stored=_streamed(path, as_json, progress, writer, names) if path == "-"
+                                     else None,
                                      started=started if i == 0 else None,
                                      per_boot=per_boot_commit(repo, info) if repo and at_boot_time else None)
             if progress:
@@ -319,7 +330,9 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 failed += 1
                 click.echo(f"Error: {result.error}", err=True)
                 continue
-            names = deploy_names(writer, [*result.deploys.values(), *result.existing_deploys])
+            if not as_json:  # read once per deploy, however many inputs name it
+                unknown = [d for d in [*result.deploys.values(), *result.existing_deploys] if d not in names]
+                names.update(deploy_names(writer, unknown))
             for bid, boot in result.stored:
                 stored_ids.append(str(bid))
                 if not as_json and path != "-":
@@ -395,12 +408,17 @@ class _Progress:
             self.bar.close()
 
 
-def _streamed(path: str, as_json: bool, progress: _Progress | None):
-    """From stdin, say each boot as it is stored (above the progress bar): the stream may go on
-    for days."""
+def _streamed(path: str, as_json: bool, progress: _Progress | None, writer: Any, names: dict[int, str]):
+    """From stdin, say each boot as it is stored (above the progress bar), with its deploy:
+    the stream may go on for days."""
     def say(bid: int, boot) -> None:
         if not as_json:
-            line = _boot_line(bid, boot, path)
+            from .db.writes import boot_deploy, deploy_names
+
+            deploy = boot_deploy(writer, bid)
+            if deploy is not None and deploy not in names:
+                names.update(deploy_names(writer, [deploy]))
+            line = _boot_line(bid, boot, path, names.get(deploy) if deploy is not None else None)
             if progress is not None:
                 progress.say(line)
             else:
@@ -856,6 +874,48 @@ def deploy_label(deploy_ref: str, new_label: str, db: str | None) -> None:
     with _writing(db) as ledger:
         old, new = label_deploy(ledger, deploy_ref, new_label)
     click.echo(f"{old} -> {new}")
+
+
+@deploy.command("move")
+@click.argument("refs", nargs=-1, required=True, metavar="BOOT... [DEPLOY]")
+@click.option("--commit", help="Move to the deploy of this commit (created if the ledger has none).")
+@click.option("--image", help="... and this image digest (sha256:<64 hex>).")
+@click.option("--label", help="... labelled so (a new deploy), or checked against its label.")
+@click.option("--relabel", is_flag=True, help="Let --label rename the deploy that --commit/--image name.")
+@db_option
+def deploy_move(refs: tuple[str, ...], commit: str | None, image: str | None, label: str | None, relabel: bool,
+                db: str | None) -> None:
+    """Give boots another deploy: fix a boot ingested with no identity, or with the wrong one.
+
+    The last argument is the deploy (deploy:N as deploy list shows it, a label, a commit or
+    digest prefix) unless --commit / --image name it instead.  All the boots move in one
+    transaction, or none; their verdicts, group references and the web view follow them.
+
+    \b
+    Examples:
+      ledger deploy move 7 8 deploy:3
+      ledger deploy move 7 qwen-fp8
+      ledger deploy move 7 8 --commit 4f1c2e9 --image sha256:7923b480... --label qwen-fp8
+    """
+    from .db.writes import DeployInfo
+    from .reconcile import move_to_deploy
+
+    by_identity = commit is not None or image is not None
+    if commit is not None and not _COMMIT.match(commit):
+        raise LedgerError(f"--commit {commit}: expected a hex sha of 7 to 64 digits")
+    if image and not _DIGEST.match(image):
+        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
+    if (label or relabel) and not by_identity:
+        raise LedgerError("--label and --relabel go with --commit/--image (to rename a deploy: ledger deploy label)")
+    boots, target = (list(refs), None) if by_identity else (list(refs[:-1]), refs[-1])
+    if not boots:
+        raise LedgerError("give the boots to move and the deploy: ledger deploy move BOOT... DEPLOY")
+    info = DeployInfo(commit.lower() if commit else None, image, label, None, relabel) if by_identity else None
+    with _writing(db) as ledger:
+        report = move_to_deploy(ledger, boots, target, info)
+    for moved in report["from"]:
+        ids = ", ".join(map(str, moved["boots"]))
+        click.echo(f"boot{'s' if len(moved['boots']) != 1 else ''} {ids}: {moved['deploy']} -> {report['deploy']}")
 
 
 @deploy.command("list")

@@ -56,8 +56,10 @@ def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
             R = m.RuntimeSampleRow  # as stored: the copy assigns the boot id and the sample ids
             cols = [getattr(R, c) for c in STORED_SAMPLE_COLUMNS]
             samples = [tuple(r) for r in s.execute(select(*cols).where(R.boot_id == bid).order_by(R.id))]
+            BO = m.BootOrigin  # a container's or unit's facts (ingest --container / --unit)
+            origin = [tuple(r) for r in s.execute(select(BO.key, BO.value).where(BO.boot_id == bid).order_by(BO.id))]
 
-        new_id = retrying(partial(_write_boot, dst, deploy, boot_cols, shape, facts, failures, samples))
+        new_id = retrying(partial(_write_boot, dst, deploy, boot_cols, shape, facts, failures, samples, origin))
         if new_id is None:
             result.present += 1
         else:
@@ -79,7 +81,7 @@ def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
 
 
 def _write_boot(dst: Writer, deploy: m.Deploy, boot_cols: dict[str, Any], shape: list[tuple], facts: list[tuple],
-                failures: list[tuple], samples: list[tuple]) -> int | None:
+                failures: list[tuple], samples: list[tuple], origin: list[tuple]) -> int | None:
     """One boot in one transaction; its new id, or None if ``dst`` holds its content already."""
     with dst.transaction() as cur:
         if is_stored(dst, cur, boot_cols["content_sha256"]):
@@ -89,4 +91,5 @@ def _write_boot(dst: Writer, deploy: m.Deploy, boot_cols: dict[str, Any], shape:
             "dirty": deploy.dirty, "created_at": deploy.created_at})
         copied = insert_boot(dst, cur, d, boot_cols, shape, facts, failures)
         copy_samples(dst, cur, copied, samples)
+        dst.insert_many(cur, "boot_origin", ["boot_id", "key", "value"], [(copied, k, v) for k, v in origin])
         return copied

@@ -4,9 +4,10 @@ transaction, and report what happened per file (one bad file does not stop the o
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger import parsers
 from ledger.parsers.rules import RuleSet
@@ -58,7 +59,7 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
     ``per_boot``: each boot's deploy and origin rows instead of ``info``; ``name``: the
     source's stored name instead of ``path``; ``run_starts``: see ``parsers.start``."""
     from .db.staging import SampleSpool, Staging
-    from .db.writes import boot_deploys, set_source_sha256, store_boot
+    from .db.writes import set_source_sha256, store_boot
 
     result = FileResult(path)
     staging = Staging(writer)
@@ -71,7 +72,6 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         spool.add(samples)
 
     seen: set[str] = set()
-    existing: list[str] = []  # the content digests of the boots already there
 
     def on_boot(boot: parsers.Boot) -> None:
         if boot.content_sha256 in seen:
@@ -79,20 +79,21 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         seen.add(boot.content_sha256)
         spool = spools.pop(id(boot), None)
         boot_info, origin = per_boot(boot) if per_boot else (info, {})
-        superseded: list[int] = []
+        told: dict[str, Any] = {}
         try:
-            bid = store_boot(writer, boot, source.display, source.sha256 or None, boot_info, spool, origin,
-                             superseded)
+            bid = store_boot(writer, boot, source.display, source.sha256 or None, boot_info, spool, origin, told)
         finally:
             if spool is not None:
                 spool.close()
         if bid is None:
             result.existing += 1
-            existing.append(boot.content_sha256)
+            if "deploy" in told and told["deploy"] not in result.existing_deploys:
+                result.existing_deploys.append(told["deploy"])
         else:
             result.stored.append((bid, boot))
-            if superseded:
-                result.superseded[bid] = superseded
+            result.deploys[bid] = told["deploy"]
+            if told["superseded"]:
+                result.superseded[bid] = told["superseded"]
             if on_stored:
                 on_stored(bid, boot)
 
@@ -117,39 +118,48 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
         staging.close()
     result.sha256 = source.sha256
     set_source_sha256(writer, [bid for bid, _ in result.stored], source.sha256)
-    result.deploys, result.existing_deploys = boot_deploys(writer, [bid for bid, _ in result.stored], existing)
     return result
 
 
-def ingest_origin(writer: Writer, origin: Origin, info: DeployInfo, rules: RuleSet | None = None,
-                  year: int | None = None, on_stored: Callable[[int, parsers.Boot], None] | None = None,
-                  boot_time_repo: str | None = None) -> FileResult:
-    """Read a container's or a unit's whole log (``ledger.origins``) and store it as one input
-    named ``origin.source_name``: each run of the container (each invocation of the unit) is
-    a boot of its own; every boot carries the origin's facts and its run's number
-    (``boot_origin``); the deploy's image is the container's unless ``info`` names one.
-    ``boot_time_repo``: a deploy repo whose commit at each boot's start is that boot's
-    (``commit_at``)."""
+@contextmanager
+def origin_log(origin: Origin) -> Iterator[tuple[str, list[int]]]:
+    """A container's or a unit's whole log (``ledger.origins.write_log``) in a temporary file,
+    read before the ledger is opened (a runtime that fails leaves no ledger behind): the
+    file's path and the lines at which a run after the first begins."""
     import tempfile
 
-    from .db.writes import DeployInfo
     from .origins import write_log
 
-    base = DeployInfo(info.commit, info.image or origin.image, info.label, info.dirty, info.relabel)
     with tempfile.NamedTemporaryFile(prefix="ledger-origin-", suffix=".log") as f:
         starts = write_log(origin, f)
         f.flush()
+        yield f.name, starts
 
-        def per_boot(boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
-            run = sum(1 for n in starts if n <= boot.first_line) + 1
-            facts = {**origin.facts, "run": str(run)}
-            if boot_time_repo is None:
-                return base, facts
-            return DeployInfo(commit_at(boot_time_repo, boot.started_at), base.image, base.label, None,
-                              base.relabel), facts
 
-        return ingest_file(writer, f.name, info, rules, year, on_stored, per_boot=per_boot,
-                           name=origin.source_name, run_starts=starts)
+def ingest_origin(writer: Writer, origin: Origin, log: tuple[str, list[int]], info: DeployInfo,
+                  rules: RuleSet | None = None, year: int | None = None,
+                  on_stored: Callable[[int, parsers.Boot], None] | None = None,
+                  boot_time_repo: str | None = None) -> FileResult:
+    """Store a container's or a unit's log (``origin_log``) as one input named
+    ``origin.source_name``: each run of the container (each invocation of the unit) is a boot
+    of its own; every boot carries the origin's facts and its run's number (``boot_origin``);
+    the deploy's image is the container's unless ``info`` names one.  ``boot_time_repo``: a
+    deploy repo whose commit at each boot's start is that boot's (``commit_at``)."""
+    from .db.writes import DeployInfo
+
+    path, starts = log
+    base = DeployInfo(info.commit, info.image or origin.image, info.label, info.dirty, info.relabel)
+
+    def per_boot(boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
+        run = sum(1 for n in starts if n <= boot.first_line) + 1
+        facts = {**origin.facts, "run": str(run)}
+        if boot_time_repo is None:
+            return base, facts
+        return DeployInfo(commit_at(boot_time_repo, boot.started_at), base.image, base.label, None,
+                          base.relabel), facts
+
+    return ingest_file(writer, path, info, rules, year, on_stored, per_boot=per_boot,
+                       name=origin.source_name, run_starts=starts)
 
 
 def at_boot_time(repo: str, info: DeployInfo) -> PerBoot:

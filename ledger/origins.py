@@ -63,6 +63,7 @@ class Origin:
     since: str | None = None  # passed to journalctl (a unit)
     until: str | None = None
     journal: list[str] = field(default_factory=list)  # journalctl's --file / --directory (a unit)
+    warnings: list[str] = field(default_factory=list)  # what the reading could not tell (said, not fatal)
     _invocation: str | None = field(default=None, repr=False)  # the unit's current invocation
     _runs: int = field(default=0, repr=False)
 
@@ -117,8 +118,10 @@ def write_log(origin: Origin, out: IO[bytes]) -> list[int]:
     assert proc.stdout is not None
     starts: list[int] = []
     run, number = 0, 0
+    last = b""  # a container's runtime says why it failed on the stream it shares with the log
     try:
         for raw in proc.stdout:
+            last = raw
             this = origin.run_of(raw)
             for line in origin.text_lines([raw]):
                 number += 1
@@ -130,7 +133,9 @@ def write_log(origin: Origin, out: IO[bytes]) -> list[int]:
         err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
         code = proc.wait()
     if code != 0:
-        raise LedgerError(f"{' '.join(origin.argv(False)[:2])} {origin.name}: {_first_line(err) or f'exit {code}'}")
+        said = _first_line(err) or _first_line(last.decode("utf-8", "replace")) or f"exit {code}"
+        tool = origin.runtime or "journalctl"
+        raise LedgerError(f"{origin.source_name}: {tool} could not read the log: {said}")
     return starts
 
 
@@ -246,6 +251,10 @@ def _container(rt: str, exe: str, c: dict[str, Any]) -> Origin:
     origin = Origin(kind="container", name=name, source_name=f"container:{name}@{cid[:12]}", executable=exe,
                     runtime=rt, ident=cid or name, image=digest or image_id, facts=facts)
     origin.run_ends = _run_ends(origin, str(c.get("Created") or ""))
+    restarts = c.get("RestartCount")
+    if isinstance(restarts, int) and len(origin.run_ends) < restarts:
+        origin.warnings.append(f"restarted {restarts} times, but {rt} events name {len(origin.run_ends)} run ends: "
+                               f"the runs without one are told apart by their start-up lines alone")
     return origin
 
 

@@ -44,8 +44,10 @@ def resolve_boot(session: Session, ref: str) -> m.Boot:
         if boot is not None:
             return boot
     deploys = resolve_deploys(session, ref)
+    if not deploys and deploy_ref(ref) is not None:
+        raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
-        raise LedgerError(f"{ref}: no boot or deploy by that id (N or deploy:N), commit, digest or label")
+        raise LedgerError(f"{ref}: no boot or deploy by that id, commit, digest or label")
     if len(deploys) > 1:
         names = ", ".join(deploy_name(d) for d in deploys[:5])
         raise LedgerError(f"{ref}: names more than one deploy ({names}); give more of it")
@@ -100,8 +102,10 @@ def one_deploy(session: Session, ref: str, by_id: bool = False) -> m.Deploy:
         if d is not None:
             return d
     deploys = resolve_deploys(session, ref)
+    if not deploys and deploy_ref(ref) is not None:
+        raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
-        raise LedgerError(f"{ref}: no deploy by that {'id, ' if by_id else ''}deploy:N, commit, digest or label")
+        raise LedgerError(f"{ref}: no deploy by that {'id, ' if by_id else ''}commit, digest or label")
     if len(deploys) > 1:
         raise LedgerError(f"{ref}: names more than one deploy; give more of it")
     return deploys[0]
@@ -110,8 +114,10 @@ def one_deploy(session: Session, ref: str, by_id: bool = False) -> m.Deploy:
 def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
     """``resolve_deploys``, or the error that no deploy goes by ``ref``."""
     deploys = resolve_deploys(session, ref)
+    if not deploys and deploy_ref(ref) is not None:
+        raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
-        raise LedgerError(f"{ref}: no deploy by that deploy:N, commit, digest or label")
+        raise LedgerError(f"{ref}: no deploy by that commit, digest or label")
     return deploys
 
 

@@ -18,7 +18,14 @@ from ledger.parsers.units import MAX_FIGURE, UnitError, human_bytes
 from .allocator import Geometry, allocate, budget_for_tokens
 from .db import models as m
 from .db.connect import Ledger
-from .db.writes import delete_boots, delete_deploy_settings, put_deploy_settings, set_deploy_label
+from .db.writes import (
+    DeployInfo,
+    delete_boots,
+    delete_deploy_settings,
+    move_boots,
+    put_deploy_settings,
+    set_deploy_label,
+)
 from .errors import LedgerError
 from .queries import deploy_name, deploys_named, latest_boot, one_deploy, resolve_boot
 from .verdicts import (
@@ -102,6 +109,13 @@ def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[s
         if key not in SETTINGS:
             raise LedgerError(f"{key}: unknown setting (known: {', '.join(SETTINGS)})")
     d_id, name = _one_deploy(ledger, ref)
+    with ledger.Session() as s:
+        have = set(s.execute(select(m.DeploySetting.key).where(m.DeploySetting.deploy_id == d_id)).scalars())
+    unset = [k for k in dict.fromkeys(keys) if k not in have]
+    if unset:
+        raise LedgerError(f"{name}: {', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set "
+                          f"({'its settings: ' + ', '.join(sorted(have)) if have else 'it has no settings'}); "
+                          f"nothing removed")
     with ledger.writer() as writer:
         current = delete_deploy_settings(writer, d_id, keys)
     return name, current
@@ -118,6 +132,29 @@ def label_deploy(ledger: Ledger, ref: str, label: str) -> tuple[str, str]:
     with ledger.Session() as s:
         after = deploy_name(s.get(m.Deploy, d_id))
     return before, after
+
+
+def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: DeployInfo | None) -> dict[str, Any]:
+    """``ledger deploy move``: boots (ids) to the deploy ``target`` names, or to the deploy
+    of ``info``'s identity (created if there is none).  The report: the boots, the deploy
+    they now belong to and the deploys they left (by name)."""
+    bad = [r for r in refs if not r.strip().isdigit()]
+    if bad:
+        raise LedgerError(f"{bad[0]}: ledger deploy move takes boot ids (as ledger history shows them)")
+    if (target is None) == (info is None):
+        raise LedgerError("give the deploy to move to: DEPLOY, or --commit/--image (and --label) of a deploy")
+    dest: int | DeployInfo
+    if target is not None:
+        dest, _ = _one_deploy(ledger, target)
+    else:
+        assert info is not None
+        dest = info
+    with ledger.writer() as writer:
+        deploy, came_from = move_boots(writer, [int(r) for r in refs], dest)
+    with ledger.Session() as s:
+        names = {d: f"deploy:{d} ({deploy_name(s.get(m.Deploy, d)).strip('()')})" for d in {deploy, *came_from}}
+    return {"boots": sorted(int(r) for r in set(refs)), "deploy": names[deploy],
+            "from": [{"deploy": names[d], "boots": b} for d, b in sorted(came_from.items())]}
 
 
 def describe_boots(ledger: Ledger, refs: list[str]) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import SYNTH
+from conftest import REAL, SYNTH
 
 from ledger import parsers
 
@@ -177,3 +177,27 @@ def test_dcp_config_error_from_the_seed():
                           "`--tensor-parallel-size` or set `--decode-context-parallel-size 1`.", prefix=API))[0]
     assert boot.failures[0].kind == "config_error"
     assert "total number of KV heads (2)" in boot.failures[0].figures["message"]
+
+
+# -- run starts: a restarted process's runs, as its runtime tells them (ingest --container) ----------
+
+
+def test_a_run_start_ends_a_boot_whatever_its_lines_say(tmp_path):
+    from ledger.parsers import start
+
+    lines = (REAL / "008_v1-nightly-dual4090-dflash-kvpool-specdecode-runtime.log").read_text().splitlines(True)
+    log = tmp_path / "twice.log"
+    log.write_text("".join(lines + lines))  # the excerpt printed by two runs: no start-up line in it
+    boots = start(str(log), year=2026, run_starts=[len(lines) + 1]).run().boots
+    # the first boot after the excerpt's header (lines 1-10); the second from its run's first line
+    assert [(b.first_line, b.last_line, b.outcome) for b in boots] == [
+        (11, len(lines), "ready"), (len(lines) + 1, 2 * len(lines), "ready")]
+
+
+def test_a_run_start_cuts_a_run_of_stats_lines(tmp_path):
+    from ledger.parsers import start
+
+    log = tmp_path / "stats.log"
+    log.write_text((REAL / "028_v1-mtp-runtime-engine-stats-high-kv-usage-waiting.log").read_text())
+    boots = start(str(log), year=2026, run_starts=[13]).run().boots  # lines 11-15: five stats lines
+    assert [[s.line for s in b.runtime] for b in boots] == [[11, 12], [13, 14, 15]]

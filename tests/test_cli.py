@@ -117,7 +117,7 @@ def test_export_json_contract(db, cli):
     o = next(o for o in objs if o["source"]["path"].endswith(F017.name))
     assert set(o) >= {"boot", "source", "deploy", "engine", "outcome", "shape", "facts", "failures", "runtime"}
     assert set(o["source"]) == {"path", "sha256", "first_line", "last_line"}
-    assert set(o["deploy"]) == {"commit", "image_digest", "label"}
+    assert set(o["deploy"]) == {"id", "commit", "image_digest", "label"}
     assert o["engine"] == {"name": "vllm", "version": "0.27.2rc1.dev77+gac7509e2b", "commit": "ac7509e2b"}
     fact = next(f for f in o["facts"] if f["name"] == "kv_cache_reserved_bytes")
     assert {k: fact[k] for k in ("value", "unit", "rank", "line")} == {

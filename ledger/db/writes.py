@@ -67,18 +67,19 @@ def _ordered(table: str, row: dict[str, Any]) -> tuple:
 
 def store_boot(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
                info: DeployInfo, spool: SampleSpool | None = None, origin: dict[str, str] | None = None,
-               superseded: list[int] | None = None) -> int | None:
+               told: dict[str, Any] | None = None) -> int | None:
     """Write one boot in one transaction; returns its id, or None if it was already there
     (the same content, from this file or another).  ``origin``: the boot's ``boot_origin``
-    rows (a container's or unit's facts); ``superseded`` is given the ids of the shorter
-    versions of the boot that the new one replaced (a grown log)."""
+    rows (a container's or unit's facts); ``told`` is given, read in the same transaction,
+    the boot's ``deploy`` (the stored one's, for a boot already there) and the ids of the
+    shorter versions it ``superseded`` (a grown log)."""
     deploy_info = info
     if not info.image and len(boot.image_digests) == 1:
         # the log printed its own image digest: key the deploy by it
         deploy_info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty, info.relabel)
     year = (boot.started_at or boot.ready_at or boot.ended_at or "")[:4] or None
     return retrying(lambda: _store_boot_once(writer, boot, source_path, sha256, deploy_info, spool, year,
-                                             origin or {}, superseded))
+                                             origin or {}, told if told is not None else {}))
 
 
 def deploy_id(writer: Writer, cur: Any, identity: str, new: dict[str, Any], label: str | None = None,
@@ -115,6 +116,14 @@ def check_label(writer: Writer, info: DeployInfo) -> None:
         raise LedgerError(label_conflict(row[0], row[1], info.label))
 
 
+def boot_deploy(writer: Writer, boot: int) -> int | None:
+    """The deploy a stored boot belongs to."""
+    with writer.transaction() as cur:
+        cur.execute(f"SELECT deploy_id FROM boot WHERE id = {writer.mark}", (boot,))
+        row = cur.fetchone()
+    return row[0] if row else None
+
+
 def deploy_names(writer: Writer, deploys: list[int]) -> dict[int, str]:
     """How an ingest line names each deploy: ``deploy:N`` and its label, else its commit and
     image (short), else ``unnamed``."""
@@ -133,28 +142,6 @@ def deploy_names(writer: Writer, deploys: list[int]) -> dict[int, str]:
                                                   image.removeprefix("sha256:")[:12] if image else "") if x)
             names[d] = f"deploy:{d} ({said or 'unnamed'})"
     return names
-
-
-def boot_deploys(writer: Writer, boot_ids: list[int], contents: list[str]) -> tuple[dict[int, int], list[int]]:
-    """The deploy of each boot id, and the deploys (in order, once each) of the boots with
-    these content digests: what an ingest's lines name."""
-    q = writer.mark
-    by_boot: dict[int, int] = {}
-    found: list[int] = []
-    if not boot_ids and not contents:
-        return by_boot, found
-    with writer.transaction() as cur:
-        for bid in boot_ids:
-            cur.execute(f"SELECT deploy_id FROM boot WHERE id = {q}", (bid,))
-            row = cur.fetchone()
-            if row is not None:
-                by_boot[bid] = row[0]
-        for content in contents:
-            cur.execute(f"SELECT deploy_id FROM boot WHERE content_sha256 = {q}", (content,))
-            row = cur.fetchone()
-            if row is not None and row[0] not in found:
-                found.append(row[0])
-    return by_boot, found
 
 
 def is_stored(writer: Writer, cur: Any, content_sha256: str) -> bool:
@@ -200,18 +187,23 @@ def _boot_rows(boot: parsers.Boot, source_path: str, sha256: str | None) -> tupl
 
 def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
                      info: DeployInfo, spool: SampleSpool | None, year: str | None,
-                     origin: dict[str, str], superseded: list[int] | None) -> int | None:
+                     origin: dict[str, str], told: dict[str, Any]) -> int | None:
     row, shape, facts, failures = _boot_rows(boot, source_path, sha256)
     attached = spool is not None and spool.staging is not None and bool(spool.tables) and spool.staging.attached
     if spool is not None and attached:
         spool.flush()  # all of it into the staging tables, which the writer's connection sees
     with writer.transaction() as cur:
-        if is_stored(writer, cur, boot.content_sha256):
+        cur.execute(f"SELECT deploy_id FROM boot WHERE content_sha256 = {writer.mark}", (boot.content_sha256,))
+        there = cur.fetchone()
+        if there is not None:
+            told["deploy"] = there[0]
             return None
         if sha256:
-            cur.execute(f"SELECT id FROM boot WHERE source_sha256 = {writer.mark} AND boot_index = {writer.mark}",
+            cur.execute(f"SELECT deploy_id FROM boot WHERE source_sha256 = {writer.mark} AND boot_index = {writer.mark}",
                         (sha256, boot.index))
-            if cur.fetchone() is not None:
+            there = cur.fetchone()
+            if there is not None:
+                told["deploy"] = there[0]
                 return None  # the same file ingested before (also by a ledger older than content digests)
         earlier = _grown_from(writer, cur, row, facts, failures)
         if earlier is None:
@@ -224,8 +216,7 @@ def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha25
             writer.insert_many(cur, "boot_origin", ["boot_id", "key", "value"],
                                [(bid, key, value) for key, value in origin.items()])
         _supersede(writer, cur, earlier, bid)
-        if superseded is not None:
-            superseded[:] = earlier
+        told["deploy"], told["superseded"] = deploy, earlier
         samples = SampleSpool()
         samples.add(boot.runtime)  # samples the parser kept (no sink)
         spools = [(spool, attached)] if spool is not None else []
@@ -480,6 +471,42 @@ def set_deploy_label(writer: Writer, deploy: int, label: str) -> None:
                 cur.execute(f"UPDATE deploy SET label = {q} WHERE id = {q}", (label, deploy))
 
     retrying(write)
+
+
+def move_boots(writer: Writer, boot_ids: list[int], target: int | DeployInfo) -> tuple[int, dict[int, list[int]]]:
+    """Give boots another deploy, all in one transaction (or none: a missing boot or deploy
+    is refused).  ``target``: a deploy id, or the identity of a deploy, created if the ledger
+    has none (its ``--label`` refused if that deploy is labelled otherwise).  What hangs on the
+    deploy follows the boots: settings, verdicts and pinned references are read through
+    ``boot.deploy_id`` (the views), so nothing else is rewritten.  The deploy's id, and per
+    deploy the moved boots that came from it."""
+    q = writer.mark
+    ids = sorted(set(boot_ids))
+    marks = ", ".join([q] * len(ids))
+
+    def write() -> tuple[int, dict[int, list[int]]]:
+        with writer.transaction() as cur:
+            cur.execute(f"SELECT id, deploy_id FROM boot WHERE id IN ({marks})", ids)
+            found = dict(cur.fetchall())
+            missing = [b for b in ids if b not in found]
+            if missing:
+                raise LedgerError(f"no boot {', '.join(map(str, missing))} in the ledger; nothing moved")
+            if isinstance(target, int):
+                cur.execute(f"SELECT id FROM deploy WHERE id = {q}", (target,))
+                if cur.fetchone() is None:
+                    raise LedgerError(f"deploy:{target}: no such deploy; nothing moved")
+                deploy = target
+            else:
+                deploy = deploy_id(writer, cur, target.identity(), {
+                    "commit_sha": target.commit, "image_digest": target.image, "label": target.label,
+                    "dirty": target.dirty, "created_at": _now()}, target.label, target.relabel)
+            origins: dict[int, list[int]] = {}
+            for bid in ids:
+                origins.setdefault(found[bid], []).append(bid)
+            cur.execute(f"UPDATE boot SET deploy_id = {q} WHERE id IN ({marks})", [deploy, *ids])
+            return deploy, origins
+
+    return retrying(write)
 
 
 # every table that holds a boot's rows: the tables with a boot_id column (from the models)
