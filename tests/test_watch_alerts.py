@@ -51,7 +51,8 @@ def test_a_boot_up_with_its_contract_broken_says_so_once_for_the_deploy(db, tmp_
     verdicts = json.loads(line)["figures"]["verdicts"]
     assert [(v["what"], v["verdict"]) for v in verdicts] == [("capacity contract", "broken")]
     append(log, crash(T0 + MIN) + boot(T0 + 5 * MIN, 2, 44))  # the next boot: the same contract
-    wait_until(lambda: _ready(db), what="the second boot")
+    wait_until(lambda: rows(db, "SELECT outcome FROM boot ORDER BY id") == [("crashed",), ("ready",)],
+               what="the second boot")
     assert w.stop() == 0
     assert _kinds(w.alerts()) == ["boot_verdict", "crashed"]
 
