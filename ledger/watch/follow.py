@@ -2,7 +2,7 @@
 command's output (``podman logs -f``, ``journalctl -f``).  Each follower's ``read(timeout)``
 returns whole lines (bytes ending at a newline), ``b""`` when nothing came within the timeout,
 and ``None`` once the source has ended for good; ``caught_up`` turns true once what the source
-held when the watch began has been read (the file's end, the first pause of a stream).
+held when the watch began has been read (the file's end; a pipe read dry or pausing).
 
 A file is read from its start (a restarted watch reads it again: the ledger finds the boots it
 stored, README "Idempotence"), then followed: appended lines as they come; a file renamed away
@@ -22,6 +22,7 @@ from typing import Any
 
 BLOCK = 8 * 1024 * 1024  # read at most this much at a time (a large file's catch-up)
 POLL_S = 0.05  # how often a file at its end is looked at again
+READ = 1 << 20  # a pipe is read this much at a time; a shorter read means it was drained
 
 
 class _Lines:
@@ -148,11 +149,13 @@ class StreamFollower:
             if not ready:
                 self.caught_up = True  # a pause: what was waiting in the pipe has been read
                 return b""
-            data = os.read(self.fd, 1 << 20)
+            data = os.read(self.fd, READ)
             if not data:
                 self.ended = True
                 rest = self.lines.rest()
                 return rest or None
+            if len(data) < READ:
+                self.caught_up = True  # the pipe is drained: what waited in it has been read
             lines = self.lines.take(data)
             if lines:
                 return lines
@@ -206,7 +209,9 @@ class CommandFollower:
             if not ready:
                 self.caught_up = True
                 return b""
-            data = os.read(self.proc.stdout.fileno(), 1 << 20)
+            data = os.read(self.proc.stdout.fileno(), READ)
+            if len(data) < READ:
+                self.caught_up = True
             if not data:
                 code = self.proc.wait()
                 self.proc = None

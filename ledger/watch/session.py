@@ -267,7 +267,7 @@ class Watch:
             st.trigger, st.committed = None, now
             self.written.add(stored.boot_id)
             self._tell(stored.boot_id, snap, stored.before, live=True)
-            if snap.ready_line is not None and str(snap.outcome) != "failed":
+            if str(snap.outcome) == "ready":
                 self.serving = stored.boot_id
                 self.alerter.on_serving(str(stored.boot_id), st.deploy, self._db(previous_decode, stored.boot_id))
             self._seen(stored.boot_id)
