@@ -36,24 +36,27 @@ def test_kill_9_at_random_moments_then_a_restart_loses_nothing_and_stores_nothin
     text = _runtime_log(tmp_path)
     log = tmp_path / "vllm.log"
     log.write_text("")
-    writer = Writer(log, text, rate=len(text.splitlines()) / 45.0, burst=20)  # ~45 s of writing
-    writer.start()
+    lines = text.splitlines(keepends=True)
+    step = -(-len(lines) // KILLS)
     args = ("--format", "jsonl", "--commit-every", "0.3s", "--commit-samples", "40")
     said: list[dict] = []
     during_writes = 0
     for i in range(KILLS):
         w = Watch(db, str(log), *args)
-        # a random moment once it is running (its row in the ledger): reading, writing a batch, idle
         wait_until(lambda i=i: _rows(db, "SELECT count(*) FROM watch") == [(i + 1,)], timeout=30,
                    what="the watch started")
-        time.sleep(rnd.uniform(0.0, 0.8))
+        # once it runs, a twentieth of the log is appended (over 1.5 s) and the watch is killed at
+        # a random moment: reading, writing a batch, waiting for lines
+        writer = Writer(log, "".join(lines[i * step:(i + 1) * step]), rate=step / 1.5, burst=10)
+        writer.start()
+        time.sleep(rnd.uniform(0.0, 1.2))
         during_writes += not writer.done.is_set()
         w.kill9()
         said += [json.loads(x) for x in w.lines if x.startswith("{")]
         while (line := w.next_line(0.05)) is not None:
             if line.startswith("{"):
                 said.append(json.loads(line))
-    writer.join(60)
+        writer.join(60)
     assert during_writes >= KILLS // 2  # most kills came while the log was being written
     plain = _ingested(tmp_path, log)
     total = rows(plain, "SELECT count(*) FROM runtime_sample_row")[0][0]
