@@ -1083,8 +1083,8 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
     every = parse_duration("--commit-every", commit_every)
     rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
 
-    def note(text: str) -> None:
-        click.echo(note_text(text), err=True)
+    def note(what: Any) -> None:
+        click.echo(note_text(what), err=True)
 
     follower, name, origin = follower_for(source, container, runtime, unit, journal_since, note)
     dirty = None

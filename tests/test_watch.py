@@ -231,3 +231,14 @@ def test_a_ledger_that_stays_lost_is_one_error_after_the_retries(db, tmp_path):
     assert str(err.value).startswith("lost the ledger: ")
     assert "(tried 3 times); what was read since the last batch is not stored" in str(err.value)
     assert _boots(db) == [(1, "ready")]  # what was stored before stays
+
+
+@sqlite_only
+def test_watch_needs_exactly_one_source(db, tmp_path):
+    for args in ([], [str(tmp_path / "x.log"), "--unit", "vllm"]):
+        done = subprocess.run([sys.executable, "-m", "ledger", "watch", "--db", db, *args], cwd=ROOT,
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 2
+        assert done.stderr.strip().splitlines() == [
+            "Error: give one of SOURCE (a log file, or - for stdin), --container NAME and --unit NAME"]
+    assert not (tmp_path / "ledger.db").exists()  # nothing was created

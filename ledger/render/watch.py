@@ -146,9 +146,15 @@ def webhook_request(alert: Any, fmt: str) -> tuple[bytes, dict[str, str]]:
     return dumps(a).encode("utf-8"), {"Content-Type": "application/json"}
 
 
-def note_text(text: str) -> str:
-    """A note of the watch's own (a rotation, a sink that failed), for standard error."""
-    return f"ledger watch: {text}"
+def note_text(note: Any) -> str:
+    """A note of the watch's own for standard error: a text (a rotation, a database tried
+    again) or a ``SinkFailure`` (an alert --exec or --webhook could not take)."""
+    if isinstance(note, str):
+        return f"ledger watch: {note}"
+    if note.sink == "--exec":
+        return f"ledger watch: --exec {note.target!r}: {note.reason}"
+    tries = f"after {note.tries} tr{'ies' if note.tries != 1 else 'y'}"
+    return f"ledger watch: --webhook {note.target}: {note.reason} ({tries}); the alert was not delivered there"
 
 
 def summary_text(s: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.render.watch import alert_env, alert_json, webhook_request
@@ -28,11 +29,21 @@ WEBHOOK_BACKOFF_S = 1.0
 CLOSE_WAIT_S = 30.0  # at exit, how long the alerts still queued may take
 
 
+@dataclass
+class SinkFailure:
+    """An alert a sink could not deliver (words: ``ledger.render.watch.note_text``)."""
+
+    sink: str  # "--exec" or "--webhook"
+    target: str  # the command or the URL
+    reason: str  # "exit 3: <its last line of stderr>", "HTTP 500", "timed out", …
+    tries: int = 1
+
+
 class Sinks:
     """``--exec`` and ``--webhook``, fed alerts by ``send``."""
 
     def __init__(self, exec_cmd: str | None, webhook: str | None, webhook_format: str = "json",
-                 on_note: Callable[[str], None] | None = None, backoff: float = WEBHOOK_BACKOFF_S):
+                 on_note: Callable[[SinkFailure], None] | None = None, backoff: float = WEBHOOK_BACKOFF_S):
         self.exec_cmd, self.webhook, self.webhook_format = exec_cmd, webhook, webhook_format
         self.on_note = on_note or (lambda _text: None)
         self.backoff = backoff
@@ -67,14 +78,15 @@ class Sinks:
             done = subprocess.run(self.exec_cmd, shell=True, input=dumps(alert_json(alert)).encode("utf-8"),
                                   env=env, capture_output=True, timeout=EXEC_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
-            self._failed(f"--exec {self.exec_cmd!r}: still running after {EXEC_TIMEOUT_S:g} s; stopped")
+            self._failed(SinkFailure("--exec", self.exec_cmd, f"still running after {EXEC_TIMEOUT_S:g} s; stopped"))
             return
         except OSError as exc:
-            self._failed(f"--exec {self.exec_cmd!r}: cannot be run ({exc.strerror or exc})")
+            self._failed(SinkFailure("--exec", self.exec_cmd, f"cannot be run ({exc.strerror or exc})"))
             return
         if done.returncode != 0:
             err = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-            self._failed(f"--exec {self.exec_cmd!r}: exit {done.returncode}" + (f": {err[-1][:200]}" if err else ""))
+            self._failed(SinkFailure("--exec", self.exec_cmd,
+                                     f"exit {done.returncode}" + (f": {err[-1][:200]}" if err else "")))
 
     def _post(self, alert: Any) -> None:
         assert self.webhook is not None
@@ -96,12 +108,11 @@ class Sinks:
             except (urllib.error.URLError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 last = str(reason)
-        self._failed(f"--webhook {self.webhook}: {last} (after {attempt + 1} tr{'ies' if attempt else 'y'}); "
-                     f"the alert was not delivered there")
+        self._failed(SinkFailure("--webhook", self.webhook, last, attempt + 1))
 
-    def _failed(self, text: str) -> None:
+    def _failed(self, failure: SinkFailure) -> None:
         self.failures += 1
-        self.on_note(text)
+        self.on_note(failure)
 
     def close(self, wait: float = CLOSE_WAIT_S) -> None:
         """Deliver what is queued (at most ``wait`` seconds), then stop."""
