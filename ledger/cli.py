@@ -1011,7 +1011,11 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
               help="The container runtime for --container (default: the first on PATH that knows it).")
 @click.option("--unit", metavar="NAME", help="Follow this systemd unit's journal (journalctl -u NAME -f).")
 @click.option("--since", "journal_since", metavar="TIME",
-              help="With --unit: read the journal back from here first (journalctl's --since, as it is).")
+              help="With --unit: read the journal from here (journalctl's --since, as it is; default: all of it).")
+@click.option("--journal-file", "journal_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --unit: follow these journal files (journalctl --file) instead of the system's journal.")
+@click.option("--journal-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="With --unit: follow the journal in this folder (journalctl --directory).")
 @click.option("--commit", help="The deploy repo's commit for these boots.")
 @click.option("--image", help="The container image digest (sha256:<64 hex>).")
 @click.option("--label", help="A name for the deploy.")
@@ -1040,7 +1044,7 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
 @format_option(formats=("table", "jsonl"))
 @db_option
 def watch(source: str | None, container: str | None, runtime: str | None, unit: str | None,
-          journal_since: str | None, commit: str | None, image: str | None, label: str | None, repo: str | None,
+          journal_since: str | None, journal_files: tuple[str, ...], journal_dir: str | None, commit: str | None, image: str | None, label: str | None, repo: str | None,
           year: int | None, grammars: tuple[str, ...], kv_above: str, kv_for: str, decode_drop: str,
           decode_window: str, silent_for: str, commit_every: str, commit_samples: int, exec_cmd: str | None,
           webhook: str | None, webhook_format: str, fmt: str, db: str | None) -> None:
@@ -1086,7 +1090,8 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
     def note(what: Any) -> None:
         click.echo(note_text(what), err=True)
 
-    follower, name, origin = follower_for(source, container, runtime, unit, journal_since, note)
+    follower, name, origin = follower_for(source, container, runtime, unit, journal_since, note, journal_files,
+                                          journal_dir)
     dirty = None
     if repo:
         from .ingest import repo_state

@@ -40,7 +40,8 @@ def parse_percent(option: str, text: str) -> float:
 
 
 def follower_for(source: str | None, container: str | None, runtime: str | None, unit: str | None,
-                 since: str | None, on_note: Callable[[str], None]) -> tuple[Any, str, Any]:
+                 since: str | None, on_note: Callable[[str], None], journal_files: tuple[str, ...] = (),
+                 journal_dir: str | None = None) -> tuple[Any, str, Any]:
     """The follower of what the command was given, the boots' source name, and the origin (a
     container's or unit's, from ``ledger.origins``; None for a file or stdin)."""
     from .follow import CommandFollower, FileFollower, StreamFollower
@@ -50,12 +51,17 @@ def follower_for(source: str | None, container: str | None, runtime: str | None,
         raise LedgerError("give one of SOURCE (a log file, or - for stdin), --container NAME and --unit NAME")
     if runtime and not container:
         raise LedgerError("--runtime goes with --container")
-    if since and not unit:
-        raise LedgerError("--since goes with --unit")
+    if (since or journal_files or journal_dir) and not unit:
+        raise LedgerError("--since, --journal-file and --journal-dir go with --unit")
     if container or unit:
-        from ..origins import container_origin, unit_origin
+        from ..origins import container_origin, journal_origin, unit_origin
 
-        origin = container_origin(container, runtime) if container else unit_origin(unit or "", since)
+        if container:
+            origin = container_origin(container, runtime)
+        elif journal_files or journal_dir:
+            origin = journal_origin(unit or "", list(journal_files), journal_dir, since)
+        else:
+            origin = unit_origin(unit or "", since)
         argv = origin.argv(follow=True)
         if unit and not since:
             # the unit's whole journal, then new entries (journalctl -f alone starts at its last
