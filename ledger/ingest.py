@@ -3,6 +3,7 @@ transaction, and report what happened per file (one bad file does not stop the o
 
 from __future__ import annotations
 
+import bisect
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -122,10 +123,10 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
 
 
 @contextmanager
-def origin_log(origin: Origin) -> Iterator[tuple[str, list[int]]]:
+def origin_log(origin: Origin) -> Iterator[tuple[str, list[tuple[int, int]]]]:
     """A container's or a unit's whole log (``ledger.origins.write_log``) in a temporary file,
     read before the ledger is opened (a runtime that fails leaves no ledger behind): the
-    file's path and the lines at which a run after the first begins."""
+    file's path and where each run after the first begins (line, run index)."""
     import tempfile
 
     from .origins import write_log
@@ -136,7 +137,7 @@ def origin_log(origin: Origin) -> Iterator[tuple[str, list[int]]]:
         yield f.name, starts
 
 
-def ingest_origin(writer: Writer, origin: Origin, log: tuple[str, list[int]], info: DeployInfo,
+def ingest_origin(writer: Writer, origin: Origin, log: tuple[str, list[tuple[int, int]]], info: DeployInfo,
                   rules: RuleSet | None = None, year: int | None = None,
                   on_stored: Callable[[int, parsers.Boot], None] | None = None,
                   boot_time_repo: str | None = None) -> FileResult:
@@ -148,18 +149,19 @@ def ingest_origin(writer: Writer, origin: Origin, log: tuple[str, list[int]], in
     from .db.writes import DeployInfo
 
     path, starts = log
+    lines = [line for line, _ in starts]
     base = DeployInfo(info.commit, info.image or origin.image, info.label, info.dirty, info.relabel)
 
     def per_boot(boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
-        run = sum(1 for n in starts if n <= boot.first_line) + 1
-        facts = {**origin.facts, "run": str(run)}
+        k = bisect.bisect_right(lines, boot.first_line)  # the run starts at or before the boot
+        facts = {**origin.facts, "run": str(starts[k - 1][1] + 1 if k else 1)}
         if boot_time_repo is None:
             return base, facts
         return DeployInfo(commit_at(boot_time_repo, boot.started_at), base.image, base.label, None,
                           base.relabel), facts
 
     return ingest_file(writer, path, info, rules, year, on_stored, per_boot=per_boot,
-                       name=origin.source_name, run_starts=starts)
+                       name=origin.source_name, run_starts=lines)
 
 
 def at_boot_time(repo: str, info: DeployInfo) -> PerBoot:

@@ -14,8 +14,8 @@ and meant for a follower (``logs -f``, ``journalctl -f``) as well::
     for line in origin.text_lines(stream): ...   # the command's stdout as log lines (bytes, each
                           # "RFC3339-time message\\n"; journald's JSON entries become such lines)
     origin.run_of(line)   # which run of the container / invocation of the unit a line belongs to
-    runs = write_log(origin, file)   # the whole log into a binary file; the line numbers at which
-                          # a run after the first begins (a restart: each run is its own boot)
+    runs = write_log(origin, file)   # the whole log into a binary file; where each run after the
+                          # first begins: (line number, run index) (a restart: each run is its own boot)
 
 Reading a container takes ``inspect`` (the container, then its image) and the runtime's
 ``events`` (when each run ended: a container restarted by its policy holds every run's lines in
@@ -25,11 +25,13 @@ ledger; every failure of the runtime is a ``LedgerError`` of one line.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -105,38 +107,92 @@ class Origin:
         at = line_time_ns(line)
         if at is None:
             return -1  # no time: the run of the line before it
-        return sum(1 for end in self.run_ends if end < at)
+        return bisect.bisect_left(self.run_ends, at)  # the run ends before the line
 
 
-def write_log(origin: Origin, out: IO[bytes]) -> list[int]:
-    """Run the origin's log command to its end, write its lines to ``out``; the line numbers
-    (1-based) at which a run after the first begins.  The runtime's own error (a container gone
-    meanwhile) is a ``LedgerError``."""
-    proc = subprocess.Popen(origin.argv(False), stdout=subprocess.PIPE,
-                            # a container's stderr is its log's stderr (vLLM logs there)
-                            stderr=subprocess.STDOUT if origin.kind == "container" else subprocess.PIPE)
-    assert proc.stdout is not None
-    starts: list[int] = []
-    run, number = 0, 0
-    last = b""  # a container's runtime says why it failed on the stream it shares with the log
-    try:
-        for raw in proc.stdout:
-            last = raw
-            this = origin.run_of(raw)
-            for line in origin.text_lines([raw]):
-                number += 1
-                if this > run:
-                    starts.append(number)
-                    run = this
-                out.write(line)
-    finally:
-        err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
-        code = proc.wait()
+def write_log(origin: Origin, out: IO[bytes]) -> list[tuple[int, int]]:
+    """Run the origin's log command to its end, write its lines to ``out``; where each run
+    after the first begins: (line number, 1-based; the run's index, from 0 — a run that printed
+    nothing has no line).  The runtime's own error (a container gone meanwhile) is a
+    ``LedgerError``."""
+    with tempfile.TemporaryFile() as err_file:
+        proc = subprocess.Popen(origin.argv(False), stdout=subprocess.PIPE,
+                                # a container's stderr is its log's stderr (vLLM logs there)
+                                stderr=subprocess.STDOUT if origin.kind == "container" else err_file)
+        assert proc.stdout is not None
+        try:
+            if origin.kind == "container":
+                starts, last = _copy_container_log(origin, proc.stdout, out)
+            else:
+                starts, last = _copy_journal(origin, proc.stdout, out)
+        finally:
+            code = proc.wait()
+        err_file.seek(0)
+        err = err_file.read().decode("utf-8", "replace")
     if code != 0:
+        # a container's runtime says why it failed on the stream it shares with the log
         said = _first_line(err) or _first_line(last.decode("utf-8", "replace")) or f"exit {code}"
         tool = origin.runtime or "journalctl"
         raise LedgerError(f"{origin.source_name}: {tool} could not read the log: {said}")
     return starts
+
+
+_BLOCK = 1 << 20  # bytes read from the log command at a time
+
+
+def _copy_container_log(origin: Origin, src: IO[bytes], out: IO[bytes]) -> tuple[list[tuple[int, int]], bytes]:
+    """``logs --timestamps`` into ``out`` a block at a time; a block is looked at line by line
+    only where a run ends in it (its last line is later than the next run end: the times are
+    in order), so a long log of one run is copied, not read.  The run starts, and the last line."""
+    ends, k = origin.run_ends, 0  # the next run end to cross
+    starts: list[tuple[int, int]] = []
+    number, carry, last = 0, b"", b""
+    while True:
+        chunk = src.read(_BLOCK)
+        data = carry + chunk
+        if not chunk:
+            if data:
+                data += b"\n"  # the last line, without its newline
+            else:
+                break
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+            continue
+        block, carry = data[: cut + 1], data[cut + 1 :]
+        last = block[block.rfind(b"\n", 0, len(block) - 1) + 1 :]
+        final = line_time_ns(last)
+        if k < len(ends) and final is not None and final > ends[k]:
+            for line in block.splitlines(keepends=True):
+                number += 1
+                at = line_time_ns(line)
+                if at is not None and k < len(ends) and at > ends[k]:
+                    k = bisect.bisect_left(ends, at)  # the run ends before this line
+                    starts.append((number, k))
+        else:
+            number += block.count(b"\n")
+        out.write(block)
+        if not chunk:
+            break
+    return starts, last
+
+
+def _copy_journal(origin: Origin, src: IO[bytes], out: IO[bytes]) -> tuple[list[tuple[int, int]], bytes]:
+    """``journalctl -o json`` into ``out`` as ``TIME MESSAGE`` lines; a run starts where the
+    invocation id changes.  The run starts, and the last line."""
+    starts: list[tuple[int, int]] = []
+    run = number = 0
+    last = b""
+    for raw in src:
+        this = origin.run_of(raw)
+        for line in origin.text_lines([raw]):
+            number += 1
+            if this > run:
+                starts.append((number, this))
+                run = this
+            out.write(line)
+            last = line
+    return starts, last
 
 
 def container_origin(name: str, runtime: str | None = None) -> Origin:

@@ -333,7 +333,7 @@ def export_boot(b: m.Boot, counts: dict[str, int], origin: dict[str, str] | None
         "boot": str(b.id),
         "source": {"path": b.source_path, "sha256": b.source_sha256, "first_line": b.first_line,
                    "last_line": b.last_line},
-        "deploy": {"id": f"deploy:{b.deploy_id}", "commit": b.deploy.commit_sha,
+        "deploy": {"id": b.deploy_id, "commit": b.deploy.commit_sha,
                    "image_digest": b.deploy.image_digest, "label": b.deploy.label},
         "origin": origin or {},
         "engine": {"name": b.engine_name, "version": b.engine_version, "commit": b.engine_commit},

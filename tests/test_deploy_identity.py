@@ -93,6 +93,13 @@ def test_a_deploy_id_names_its_deploy_in_deploy_set(db, cli):
     assert r.exit_code == 0 and r.output == "a: host_cap_bytes=1073741824\n"
 
 
+def test_deploy_ids_name_the_deploys_of_a_diff(db, cli):
+    cli("ingest", str(REC / "fp8-4x262144-ready.log"), "--label", "a")
+    cli("ingest", str(REC / "bf16-3x241664-ready.log"), "--label", "b")
+    d = json.loads(cli("diff", "deploy:1", "deploy:2", "--format", "json").output)
+    assert (d["a"]["boot"], d["b"]["boot"]) == ("1", "2")
+
+
 def test_an_unknown_deploy_id_is_one_line(db, cli):
     cli("ingest", str(F008))
     r = cli("show", "deploy:7")
@@ -101,7 +108,7 @@ def test_an_unknown_deploy_id_is_one_line(db, cli):
 
 def test_export_names_the_deploy_by_id(db, cli):
     cli("ingest", str(F008))
-    assert json.loads(cli("export").output)[0]["deploy"]["id"] == "deploy:1"
+    assert json.loads(cli("export").output)[0]["deploy"]["id"] == 1  # deploy:1
 
 
 # -- --label on a deploy labelled otherwise ------------------------------------------------------
