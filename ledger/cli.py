@@ -1131,6 +1131,124 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
     click.echo(document(report, fmt, render_runtime))
 
 
+# -- watch --------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("source", required=False, metavar="[SOURCE]")
+@click.option("--container", metavar="NAME|ID", help="Follow this container's log (docker or podman logs -f).")
+@click.option("--runtime", type=click.Choice(["docker", "podman"]),
+              help="The container runtime for --container (default: the first on PATH that knows it).")
+@click.option("--unit", metavar="NAME", help="Follow this systemd unit's journal (journalctl -u NAME -f).")
+@click.option("--since", "journal_since", metavar="TIME",
+              help="With --unit: read the journal from here (journalctl's --since, as it is; default: all of it).")
+@click.option("--journal-file", "journal_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --unit: follow these journal files (journalctl --file) instead of the system's journal.")
+@click.option("--journal-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="With --unit: follow the journal in this folder (journalctl --directory).")
+@click.option("--commit", help="The deploy repo's commit for these boots.")
+@click.option("--image", help="The container image digest (sha256:<64 hex>).")
+@click.option("--label", help="A name for the deploy.")
+@click.option("--repo", type=click.Path(file_okay=False), help="Read --commit (and dirty flag) from this git repo.")
+@click.option("--year", type=click.IntRange(1970, 2100), help="Year of the log's MM-DD timestamps (default: this year).")
+@click.option("--grammar", "grammars", multiple=True, metavar="PACK", help="A grammar pack for a fork's own lines.")
+@click.option("--kv-usage-above", "kv_above", default="95%", show_default=True, metavar="PCT",
+              help="Alert when GPU KV cache usage stays above this ...")
+@click.option("--for", "kv_for", default="5m", show_default=True, metavar="DURATION",
+              help="... for this long (log time).")
+@click.option("--decode-drop", default="10%", show_default=True, metavar="PCT",
+              help="Alert when the decode median over --decode-window falls this far below the deploy's previous boot.")
+@click.option("--decode-window", default="10m", show_default=True, metavar="DURATION",
+              help="The window of the decode median (log time).")
+@click.option("--silent-for", default="10m", show_default=True, metavar="DURATION",
+              help="Alert (hung) when no stats line comes for this long while requests were running.")
+@click.option("--commit-every", default="5s", show_default=True, metavar="DURATION",
+              help="Commit a running boot's samples at least this often while lines come ...")
+@click.option("--commit-samples", default=500, show_default=True, type=click.IntRange(1, 1_000_000),
+              help="... or as soon as this many are waiting.")
+@click.option("--exec", "exec_cmd", metavar="CMD",
+              help="Run CMD (a shell command) for each alert: its JSON on stdin, LEDGER_ALERT_* variables.")
+@click.option("--webhook", metavar="URL", help="POST each alert to URL (retried with back-off, 4 tries).")
+@click.option("--webhook-format", type=click.Choice(["json", "ntfy", "slack"]), default="json", show_default=True,
+              help="json: the alert object; ntfy: its message as text with Title/Tags/Priority; slack: {\"text\": …}.")
+@format_option(formats=("table", "jsonl"))
+@db_option
+def watch(source: str | None, container: str | None, runtime: str | None, unit: str | None,
+          journal_since: str | None, journal_files: tuple[str, ...], journal_dir: str | None, commit: str | None, image: str | None, label: str | None, repo: str | None,
+          year: int | None, grammars: tuple[str, ...], kv_above: str, kv_for: str, decode_drop: str,
+          decode_window: str, silent_for: str, commit_every: str, commit_samples: int, exec_cmd: str | None,
+          webhook: str | None, webhook_format: str, fmt: str, db: str | None) -> None:
+    """Follow a live server's log into the ledger and say when something goes wrong.
+
+    SOURCE is a log file (followed like tail -F: appends, rotation, truncation, a file that
+    does not exist yet) or - for stdin; or --container NAME / --unit NAME.  Each boot is stored
+    as soon as its start-up ends (ready or failed), its runtime samples every --commit-every
+    or --commit-samples; a kill loses at most that last batch (nothing, for a file: a restart
+    reads it again and stores nothing twice).  One line per alert on stdout (--format jsonl:
+    one JSON object): boot_failed, boot_verdict, crashed, restart_loop, kv_usage,
+    decode_drop, hung, recovered; each once per incident.  Ctrl-C stores what was read and
+    exits 0.  See docs/watch.md.
+
+    \b
+    Examples:
+      ledger watch --unit vllm --webhook https://ntfy.sh/my-vllm --webhook-format ntfy
+      ledger watch /var/log/vllm/serve.log --label qwen-fp8 --format jsonl
+      ledger watch --container vllm --exec 'notify-send "$LEDGER_ALERT_MESSAGE"'
+      journalctl -u vllm -f | ledger watch - --kv-usage-above 90% --for 2m
+    """
+    from ledger import parsers
+    from ledger.parsers.packs import discover, pack_rules
+
+    from .db.connect import open_writer
+    from .db.writes import DeployInfo
+    from .render.watch import alert_line, note_text, summary_text
+    from .watch import follower_for, parse_duration, parse_percent
+    from .watch.alerts import Thresholds
+    from .watch.session import Settings, Watch
+    from .watch.sinks import Sinks
+
+    if image and not _DIGEST.match(image):
+        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
+    thresholds = Thresholds(kv_above=parse_percent("--kv-usage-above", kv_above),
+                            kv_for=parse_duration("--for", kv_for),
+                            decode_drop=parse_percent("--decode-drop", decode_drop),
+                            decode_window=parse_duration("--decode-window", decode_window),
+                            silent_for=parse_duration("--silent-for", silent_for))
+    every = parse_duration("--commit-every", commit_every)
+    rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
+
+    def note(what: Any) -> None:
+        click.echo(note_text(what), err=True)
+
+    follower, name, origin = follower_for(source, container, runtime, unit, journal_since, note, journal_files,
+                                          journal_dir)
+    dirty = None
+    if repo:
+        from .ingest import repo_state
+
+        repo_commit, dirty = repo_state(repo)
+        if commit and not repo_commit.startswith(commit):
+            raise LedgerError(f"--commit {commit} disagrees with {repo} at {repo_commit[:12]}")
+        commit = repo_commit
+    info = DeployInfo(commit=commit, image=image or (origin.image if origin is not None else None), label=label,
+                      dirty=dirty, relabel=True)
+    sinks = Sinks(exec_cmd, webhook, webhook_format, on_note=note)
+
+    def emit(alert: Any) -> None:
+        click.echo(alert_line(alert, fmt))
+        sys.stdout.flush()
+        sinks.send(alert)
+
+    settings = Settings(name, info, dict(origin.facts) if origin is not None else {}, thresholds, year,
+                        commit_seconds=every, commit_samples=commit_samples)
+    db_url = _db(db)
+    try:
+        summary = Watch(lambda: open_writer(db_url), follower, settings, rules, emit, note).run()
+    finally:
+        sinks.close()
+    click.echo(summary_text(summary), err=True)
+
+
 @main.group()
 def plot() -> None:
     """Charts in files, PNG or SVG by the suffix of -o (the charts of ledger serve's pages;

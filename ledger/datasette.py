@@ -24,6 +24,8 @@ _HIDDEN = {
     "runtime_sample_row": "Runtime samples as stored (compact: kind as a number, figures as hundredths "
                           "in figure_1..9). Read them through the runtime_sample view.",
     "boot_runtime": "Per-boot sample counts, kept in the boot's transaction (runtime_sample holds the samples).",
+    "watch": "Each `ledger watch` that reads a source into the ledger: what, where (host and pid), since when, "
+             "the boot it is reading; a watch whose row is over a minute old without stopping was killed.",
     "kv_reference_candidate": "Ready boots with a KV budget and a token count, per comparable group: "
                               "what kv_reference picks a group's earliest boot from.",
 }
@@ -205,6 +207,16 @@ _COLUMNS: dict[str, dict[str, str]] = {
         "last_sample_id": "The id of the boot's last sample.",
     },
     "kv_reference_candidate": {"sort_at": "What the group's earliest boot is chosen by."},
+    "watch": {
+        "source": "What the watch reads (a file, stdin, container:NAME, unit:NAME).",
+        "host": "The host it runs on.",
+        "pid": "Its process id.",
+        "started_at": "When it started (ISO 8601, UTC).",
+        "seen_at": "Its last batch or heartbeat (ISO 8601, UTC; at least every ten seconds).",
+        "live_boot_id": "The boot it is reading now (null: none).",
+        "deploy_id": "The deploy its boots go to.",
+        "stopped_at": "When it stopped (null: running, or killed if seen_at is old).",
+    },
     "kv_cost_per_token": {
         "kv_cache_tokens": "KV cache tokens the boot printed.",
         "bytes_per_token": "kv_budget_bytes / kv_cache_tokens (bytes per token per rank).",

@@ -31,6 +31,16 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "config_sha256",
         "added_at",
     ),
+    "watch": (
+        "source",
+        "host",
+        "pid",
+        "started_at",
+        "seen_at",
+        "live_boot_id",
+        "deploy_id",
+        "stopped_at",
+    ),
     "boot": (
         "deploy_id",
         "content_sha256",

@@ -297,3 +297,23 @@ class BootRuntime(Base):
 # as printed; what the queries read samples through (``RuntimeSample.c.kind == "engine_stats"``).
 RUNTIME_SAMPLE_COLUMNS = ("id", "boot_id", "kind", "line", "logged_at", "engine", *RUNTIME_SERIES)
 RuntimeSample = table("runtime_sample", *[column(c) for c in RUNTIME_SAMPLE_COLUMNS])
+
+
+class Watch(Base):
+    """A ``ledger watch`` that reads a source into the ledger: what it reads, where it runs,
+    since when, and the boot it is reading while that one runs.  ``seen_at`` is touched at every
+    batch and at least every ten seconds while idle, so a watch that was killed shows as gone
+    (``ledger serve`` takes a watch for running while its row is under a minute old and it has
+    not stopped).  The ids are plain numbers, not foreign keys: a watch's row does not keep a
+    boot from ``ledger rm``."""
+
+    __tablename__ = "watch"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source: Mapped[str] = mapped_column(Text)
+    host: Mapped[str | None] = mapped_column(String(255))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    started_at: Mapped[str] = mapped_column(String(32))
+    seen_at: Mapped[str] = mapped_column(String(32))
+    live_boot_id: Mapped[int | None] = mapped_column(Integer)
+    deploy_id: Mapped[int | None] = mapped_column(Integer)
+    stopped_at: Mapped[str | None] = mapped_column(String(32))

@@ -153,6 +153,19 @@ CREATE TABLE boot_origin (
 	CONSTRAINT uq_boot_origin_key UNIQUE (boot_id, "key")
 );
 
+CREATE TABLE watch (
+	id INTEGER NOT NULL, 
+	source TEXT NOT NULL, 
+	host VARCHAR(255), 
+	pid INTEGER, 
+	started_at VARCHAR(32) NOT NULL, 
+	seen_at VARCHAR(32) NOT NULL, 
+	live_boot_id INTEGER, 
+	deploy_id INTEGER, 
+	stopped_at VARCHAR(32), 
+	PRIMARY KEY (id)
+);
+
 CREATE TABLE model_geometry (
 	name VARCHAR(400) NOT NULL, 
 	layout VARCHAR(20) NOT NULL, 

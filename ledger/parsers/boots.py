@@ -13,6 +13,7 @@ repeated start-up line (two API servers, a report that pasted it twice) is the s
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import re
@@ -533,10 +534,36 @@ class BootAssembler:
             boot.runtime.extend(samples)
 
     # -- closing --------------------------------------------------------------------------------
+    def peek(self, last_line: int) -> Boot | None:
+        """The boot being read as it would be if the log ended at ``last_line``: a finished,
+        sealed copy (outcome, phases, times, content digest), the assembler left as it was.  A
+        stats sample held back for V0's prefix-hit line is not in the copy's ``runtime`` (nor
+        given to the sink): it comes with the next line.  None before the first boot.  What
+        ``ledger watch`` stores of a boot still running."""
+        boot = self.current
+        if boot is None or boot.index not in self._work:
+            return None
+        work = self._work[boot.index]
+        copy = dataclasses.replace(boot, facts=list(boot.facts), failures=[dataclasses.replace(f) for f in boot.failures],
+                                   shape=dict(boot.shape), runtime=list(boot.runtime), samples=dict(boot.samples),
+                                   image_digests=list(boot.image_digests))
+        held = dataclasses.replace(work, digest=work.digest.copy(), hints=list(work.hints), last_stats=None)
+        self._finish(copy, held, last_line)
+        self._seal(copy, held)
+        return copy
+
     def _close(self, boot: Boot, last_line: int) -> Boot | None:
         """Close a boot; returns it when it is finished (its counts are final) and sealed."""
         work = self._work[boot.index]
         self._flush_stats(boot, work)
+        self._finish(boot, work, last_line)
+        if self.counts_after_scan:
+            return None  # sealed once the counts are known (CountTotals)
+        self._seal(boot)
+        return boot
+
+    def _finish(self, boot: Boot, work: _Work, last_line: int) -> None:
+        """A boot's outcome, failure phases, times and defaults, at its end."""
         boot.last_line = max(last_line, boot.first_line)
         _fill_defaults(boot, work)
         _one_wording(boot, work)
@@ -563,14 +590,10 @@ class BootAssembler:
             if f.timestamp:
                 f.logged_at = _stamp((f.timestamp, None), year)
         work.hints.clear()
-        if self.counts_after_scan:
-            return None  # sealed once the counts are known (CountTotals)
-        self._seal(boot)
-        return boot
 
-    def _seal(self, boot: Boot) -> None:
+    def _seal(self, boot: Boot, work: _Work | None = None) -> None:
         """Fold the final access/request counts into the boot's identity digest."""
-        d = self._work.pop(boot.index).digest.copy()
+        d = (work if work is not None else self._work.pop(boot.index)).digest.copy()
         d.update(f"access={boot.access_lines};request={boot.request_lines}".encode())
         boot.content_sha256 = d.hexdigest()
 

@@ -56,6 +56,11 @@ def _environment() -> Environment:
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
 
 
+# a boot that ledger watch is still reading: its page reloads this often (a plain refresh: no
+# script, nothing from elsewhere), which redraws its charts with the batches stored since
+LIVE_REFRESH_S = 10
+
+
 def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOnly:
     """The application; ``allowed_hosts`` are the Host headers answered (a server on loopback
     answers only loopback names, so a web page cannot reach it by DNS rebinding)."""
@@ -112,7 +117,7 @@ def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOn
     async def boot_page(request: Request) -> Response:
         split = request.query_params.get("engines") == "split"
         obj, chart = await call(_boot, request.path_params["ref"], split)
-        return page("boot.html", b=obj, chart=Markup(chart), split=split)
+        return page("boot.html", b=obj, chart=Markup(chart), split=split, live_refresh=LIVE_REFRESH_S)
 
     async def boot_json(request: Request) -> Response:
         return JSONResponse(data.jsonable(await call(_boot_obj, request.path_params["ref"])))

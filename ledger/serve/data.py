@@ -73,6 +73,9 @@ def deploys(ledger: Ledger) -> list[dict[str, Any]]:
                                                 "capacity": row["contract"],
                                                 "vram": ceiling.get("vram_verdict"),
                                                 "host": ceiling.get("host_verdict")}})
+    live = watched(ledger)
+    for r in out:
+        r["watched"] = live["deploys"].get(r["deploy"]["id"], [])
     out.sort(key=lambda r: r["last_seen"] or "", reverse=True)
     out.sort(key=_failing_first)  # stable: failing first, each group newest first
     return out
@@ -125,7 +128,30 @@ def boot(ledger: Ledger, ref: str) -> dict[str, Any]:
         others = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == b.deploy_id, m.Boot.id != bid)
                                 .order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc())).scalars())
     obj["other_boots"] = others
+    obj["live"] = watched(ledger)["boots"].get(bid)
     return obj
+
+
+def watched(ledger: Ledger) -> dict[str, dict[int, Any]]:
+    """What ``ledger watch`` is reading now (its ``watch`` rows: not stopped, touched within
+    ``STALE_S``): per deploy id, the sources watched into it; per boot id still running, its
+    watch (source, host, since)."""
+    import datetime as dt
+
+    from ..db.watching import STALE_S
+
+    fresh = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=STALE_S)).isoformat(timespec="seconds")
+    W = m.Watch
+    with ledger.Session() as s:
+        rows = s.execute(select(W).where(W.stopped_at.is_(None), W.seen_at >= fresh)).scalars().all()
+        out: dict[str, dict[int, Any]] = {"deploys": {}, "boots": {}}
+        for w in rows:
+            if w.deploy_id is not None:
+                out["deploys"].setdefault(w.deploy_id, []).append(w.source)
+            if w.live_boot_id is not None:
+                out["boots"][w.live_boot_id] = {"source": w.source, "host": w.host, "since": w.started_at,
+                                                "seen_at": w.seen_at}
+    return out
 
 
 def diff(ledger: Ledger, a: str, b: str, show_all: bool = False) -> dict[str, Any]:
@@ -244,7 +270,10 @@ class Cache:
             boots = s.execute(select(func.count(), func.max(m.Boot.id))).one()
             settings = s.execute(select(func.count(), func.max(m.DeploySetting.set_at))).one()
             names = s.execute(select(m.Deploy.id, m.Deploy.label).order_by(m.Deploy.id)).all()
-        return (*boots, *settings, hashlib.sha256(repr(names).encode()).hexdigest())
+            # a watched boot grows in place (ledger watch): its samples and its watch's touches
+            samples = s.execute(select(func.max(m.BootRuntime.last_sample_id))).scalar()
+            watches = s.execute(select(func.count(), func.max(m.Watch.seen_at))).one()
+        return (*boots, *settings, samples, *watches, hashlib.sha256(repr(names).encode()).hexdigest())
 
     def get(self, key: Any, make: Any) -> Any:
         full = (self.fingerprint(), key)

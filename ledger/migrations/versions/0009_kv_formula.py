@@ -2,7 +2,7 @@
 ``kv_formula`` view that sets it against the measured tokens.
 
 Revision ID: 0009_kv_formula
-Revises: 0006_deploy_identity
+Revises: 0008_watch
 Create Date: 2026-12-01
 
 * ``model_geometry``: a model's geometry under the name the logs print (``ledger model add``, or
@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0009_kv_formula"
-down_revision = "0006_deploy_identity"
+down_revision = "0008_watch"
 branch_labels = None
 depends_on = None
 

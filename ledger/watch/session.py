@@ -1,0 +1,370 @@
+"""``ledger watch`` itself: a source read as it grows, each boot stored as soon as its start-up
+ends, its runtime samples committed in batches, and the alerts raised on the way.
+
+* **When a boot is written.**  A boot is first written once its start-up has ended — ready, or
+  failed — and the lines have paused for ``settle`` seconds (a traceback comes in a burst: its
+  lines belong to the failure), at most ``settle_max`` after the line that ended it: within a
+  second either way.  A boot that finishes without that (the next start-up comes first, or the
+  watch stops) is written then, as ``ingest`` writes it.
+* **Batches.**  Once written, the boot is brought up to date in one transaction every
+  ``commit_seconds`` (5 s) while lines come, as soon as ``commit_samples`` (500) samples are
+  waiting, and within a second of a new failure line; and for the last time when it finishes.
+  A kill -9 loses what was read since the last batch: nothing, for a file (a restarted watch
+  reads it again from its start), the last batch for a stream.
+* **Resuming.**  A restarted watch reads the file from its start: the boots it finishes were
+  stored (found by content: nothing stored again), and the boot still running is found by
+  the grown-log rule (``ledger.db.watching``) and rewritten in place with every sample read.
+  Alerts are raised on what the ledger did not know yet (a boot's outcome is told once), and
+  the runtime ones (KV usage, decode, hung) only on lines read live.
+* **A lost database** is tried again ``db_tries`` times with back-off (0.5 s, doubling), then
+  the watch stops with one line (``LedgerError``).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger import parsers
+
+from ..db.staging import SampleSpool, Staging
+from ..db.writer import Writer
+from ..db.writes import DeployInfo
+from ..errors import LedgerError
+from .alerts import Alert, Alerter, Thresholds
+
+
+@dataclass
+class Settings:
+    source: str  # the boots' stored source (a path, "-", container:NAME@id, unit:NAME)
+    info: DeployInfo = field(default_factory=DeployInfo)
+    origin: dict[str, str] = field(default_factory=dict)  # boot_origin rows (a container's facts)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    year: int | None = None
+    commit_seconds: float = 5.0
+    commit_samples: int = 500
+    settle: float = 0.25
+    settle_max: float = 1.0
+    db_tries: int = 6
+    db_backoff: float = 0.5
+    heartbeat: float = 10.0
+
+
+@dataclass
+class _BootState:
+    """What the watch keeps about one boot until it is finished."""
+
+    spool: SampleSpool  # its samples until it is first written
+    pending: list[parsers.RuntimeSample] = field(default_factory=list)  # read since its last batch
+    boot_id: int | None = None
+    outcome: str | None = None  # as last written
+    failures: int = 0  # failure lines as last written
+    lines: int = 0  # stream lines read at its last batch
+    trigger: float | None = None  # when its start-up end (or a new failure) was seen
+    committed: float = 0.0
+    deploy: str | None = None
+
+
+class Follower:  # the interface of ledger.watch.follow's followers
+    caught_up: bool
+
+    def read(self, timeout: float) -> bytes | None: ...  # pragma: no cover
+
+    def close(self) -> None: ...  # pragma: no cover
+
+
+class Watch:
+    """One source watched into one ledger.  ``open_writer()`` opens the ledger (again, after a
+    lost connection); ``emit(alert)`` hears each alert; ``on_note(text)`` the watch's own
+    notes (a rotation, a retried database)."""
+
+    def __init__(self, open_writer: Callable[[], Writer], follower: Follower, settings: Settings,
+                 rules: Any = None, emit: Callable[[Alert], None] | None = None,
+                 on_note: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic):
+        self.open_writer, self.follower, self.s = open_writer, follower, settings
+        self.emit = emit or (lambda _a: None)
+        self.on_note = on_note or (lambda _t: None)
+        self.clock = clock
+        self.alerter = Alerter(settings.source, self._alert, settings.thresholds, clock)
+        self.live = _live(rules, settings.year, self._sink)
+        self.staging = Staging(None)  # private: it outlives a lost ledger connection
+        self.states: dict[int, _BootState] = {}
+        self.writer: Writer | None = None
+        self.watch_id: int | None = None
+        self.stopping = False
+        self.last_data = 0.0
+        self.seen_at = 0.0
+        self.serving: int | None = None  # the boot whose samples feed the runtime alerts
+        self.written: set[int] = set()
+        self.samples_written = 0
+        self.alerts = 0
+
+    # -- the loop -------------------------------------------------------------------------------------
+    def stop(self, *_args: Any) -> None:
+        """Stop at the next pause (a signal handler: Ctrl-C, SIGTERM)."""
+        self.stopping = True
+
+    def run(self) -> dict[str, Any]:
+        """Watch until the source ends or ``stop``; store what was read; the summary."""
+        from ..db.watching import watch_started, watch_stopped
+
+        handlers = self._signals()
+        try:
+            self.writer = self.open_writer()
+            self.watch_id = self._db(watch_started, self.s.source)
+            ended = False
+            while not self.stopping:
+                waiting = self._waiting()
+                data = self.follower.read(0.05 if waiting else 0.5)
+                now = self.clock()
+                if data is None:
+                    ended = True
+                    break
+                if data:
+                    self.last_data = now
+                    self._finished(self.live.feed(data))
+                self._commit_due(now)
+                self.alerter.tick(self._year())
+                if now - self.seen_at >= self.s.heartbeat:
+                    self._seen()
+            self._finished(self.live.end())
+            self._db(watch_stopped, self.watch_id)
+            return self.summary(ended)
+        finally:
+            self.follower.close()
+            for st in self.states.values():
+                st.spool.close()
+            self.staging.close()
+            if self.writer is not None:
+                self.writer.close()
+            for sig, old in handlers:
+                signal.signal(sig, old)
+
+    def _signals(self) -> list[tuple[int, Any]]:
+        if threading.current_thread() is not threading.main_thread():
+            return []
+        out: list[tuple[int, Any]] = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            out.append((sig, signal.signal(sig, self.stop)))
+        return out
+
+    def summary(self, ended: bool = False) -> dict[str, Any]:
+        return {"source": self.s.source, "lines": self.live.lines, "boots_written": len(self.written),
+                "samples_written": self.samples_written, "alerts": self.alerts, "source_ended": ended}
+
+    def _waiting(self) -> bool:
+        """Whether a boot's write is due within the settling time (read in short steps then)."""
+        cur = self.live.current
+        st = self.states.get(id(cur)) if cur is not None else None
+        return st is not None and st.trigger is not None
+
+    def _alert(self, alert: Alert) -> None:
+        self.alerts += 1
+        self.emit(alert)
+
+    def _year(self) -> int | None:
+        return self.s.year or self.live.assembler.default_year
+
+    # -- samples and boots ------------------------------------------------------------------------------
+    def _state(self, boot: parsers.Boot) -> _BootState:
+        st = self.states.get(id(boot))
+        if st is None:
+            st = self.states[id(boot)] = _BootState(SampleSpool(self.staging))
+        return st
+
+    def _sink(self, boot: parsers.Boot, samples: list[parsers.RuntimeSample]) -> None:
+        st = self._state(boot)
+        if st.boot_id is None:
+            st.spool.add(samples)
+            return
+        st.pending.extend(samples)
+        if st.boot_id == self.serving and self.follower.caught_up:
+            self.alerter.on_samples(samples, self._year())
+
+    def _finished(self, boots: list[parsers.Boot]) -> None:
+        """Boots the parse finished: written for the last time."""
+        from ..db.watching import append_watched, store_watched
+
+        for boot in boots:
+            st = self._state(boot)
+            try:
+                if not self.live.is_vllm:
+                    continue
+                if st.boot_id is not None:
+                    before = self._db(append_watched, st.boot_id, boot, self.s.source, self.s.info, st.pending,
+                                      self.s.origin)
+                    self.samples_written += len(st.pending)
+                    st.pending = []
+                    bid = st.boot_id
+                else:
+                    stored = self._db(store_watched, boot, self.s.source, self.s.info, st.spool, False, self.s.origin)
+                    if stored.boot_id is None:
+                        continue  # a longer version of it is stored
+                    bid, before = stored.boot_id, stored.before
+                    self.samples_written += sum(st.spool.counts().values())
+                self.written.add(bid)
+                self._tell(bid, boot, before, live=self.follower.caught_up)
+                if self.serving == bid:
+                    self.alerter.boot_over()
+                    self.serving = None
+            finally:
+                st.spool.close()
+                self.states.pop(id(boot), None)
+
+    def _tell(self, bid: int, boot: parsers.Boot, before: str | None, live: bool) -> None:
+        """The alerts of a boot just written."""
+        from ..db.watching import boot_place
+
+        st = self.states.get(id(boot))
+        deploy = st.deploy if st is not None and st.deploy else None
+        if deploy is None:
+            deploy = _deploy_name(self._db(boot_place, bid))
+            if st is not None:
+                st.deploy = deploy
+        checks = None
+        if str(boot.outcome) == "ready" and before in (None, "incomplete"):
+            checks = self._checks(bid)
+        self.alerter.on_boot(str(bid), boot, before, deploy, checks, live)
+
+    def _checks(self, bid: int) -> list[dict[str, Any]]:
+        from ..db.watching import boot_checks
+        from ..verdicts import capacity_line, ceiling_lines, kv_line
+
+        rows = self._db(boot_checks, bid)
+        lines = [kv_line(rows["kv_reconciliation"]), capacity_line(rows["capacity_contract"]),
+                 *ceiling_lines(rows["budget_ceilings"])]
+        return [dict(line.__dict__) for line in lines]
+
+    def _commit_due(self, now: float) -> None:
+        """Write the boot being read if its start-up has ended, or its batch if one is due."""
+        from ..db.watching import append_watched, previous_decode, store_watched
+
+        cur = self.live.current
+        if cur is None or not self.live.is_vllm or not self.follower.caught_up:
+            return
+        st = self._state(cur)
+        quiet = now - self.last_data >= self.s.settle
+        if st.boot_id is None:
+            if cur.ready_line is None and not cur.failures:
+                return  # still starting up
+            if st.trigger is None:
+                st.trigger = now
+            if not quiet and now - st.trigger < self.s.settle_max:
+                return
+            snap = self.live.peek()
+            assert snap is not None
+            stored = self._db(store_watched, snap, self.s.source, self.s.info, st.spool, True, self.s.origin)
+            if stored.boot_id is None:
+                return
+            self.samples_written += sum(st.spool.counts().values())
+            st.spool.close()
+            st.boot_id, st.outcome, st.failures, st.lines = stored.boot_id, str(snap.outcome), len(snap.failures), \
+                self.live.lines
+            st.trigger, st.committed = None, now
+            self.written.add(stored.boot_id)
+            self._tell(stored.boot_id, snap, stored.before, live=True)
+            if str(snap.outcome) == "ready":
+                self.serving = stored.boot_id
+                self.alerter.on_serving(str(stored.boot_id), st.deploy, self._db(previous_decode, stored.boot_id))
+            self._seen(stored.boot_id)
+            return
+        failed_more = len(cur.failures) != st.failures
+        if failed_more and st.trigger is None:
+            st.trigger = now
+        due = (len(st.pending) >= self.s.commit_samples
+               or (now - st.committed >= self.s.commit_seconds and (st.pending or self.live.lines != st.lines))
+               or (st.trigger is not None and (quiet or now - st.trigger >= self.s.settle_max)))
+        if not due:
+            return
+        snap = self.live.peek()
+        assert snap is not None
+        before = self._db(append_watched, st.boot_id, snap, self.s.source, self.s.info, st.pending, self.s.origin)
+        self.samples_written += len(st.pending)
+        st.pending = []
+        st.failures, st.lines, st.trigger, st.committed = len(snap.failures), self.live.lines, None, now
+        st.outcome = str(snap.outcome)
+        self._tell(st.boot_id, snap, before, live=True)
+        if st.outcome in ("failed", "crashed") and self.serving == st.boot_id:
+            self.alerter.boot_over()
+            self.serving = None
+        self._seen(st.boot_id)
+
+    def _seen(self, boot_id: int | None = None) -> None:
+        from ..db.watching import watch_seen
+
+        if self.watch_id is None:
+            return
+        if boot_id is None:
+            cur = self.live.current
+            st = self.states.get(id(cur)) if cur is not None else None
+            boot_id = st.boot_id if st is not None else None
+        self._db(watch_seen, self.watch_id, boot_id)
+        self.seen_at = self.clock()
+
+    # -- the database, retried --------------------------------------------------------------------------
+    def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(writer, *args)``; a lost database is opened again and the call tried again
+        (``db_tries`` in all, with back-off), then one ``LedgerError``."""
+        from ..db.errors import is_database_error
+
+        last: BaseException | None = None
+        for attempt in range(self.s.db_tries):
+            try:
+                if self.writer is None:
+                    self.writer = self.open_writer()
+            except Exception as exc:  # the ledger cannot be opened again (yet): tried again below
+                if not (is_database_error(exc) or isinstance(exc, LedgerError)):
+                    raise
+                last = exc
+            else:
+                try:
+                    return fn(self.writer, *args)
+                except LedgerError:
+                    raise
+                except Exception as exc:
+                    if not is_database_error(exc):
+                        raise
+                    last = exc
+                    self._drop_writer()
+            if attempt + 1 == self.s.db_tries:
+                break
+            pause = self.s.db_backoff * 2 ** attempt
+            self.on_note(f"{_said(last)}; trying again in {pause:g} s")
+            time.sleep(pause)
+        assert last is not None
+        raise LedgerError(f"lost the ledger: {_said(last)} (tried {self.s.db_tries} times); "
+                          f"what was read since the last batch is not stored")
+
+    def _drop_writer(self) -> None:
+        if self.writer is not None:
+            try:
+                self.writer.close()
+            except Exception:  # noqa: BLE001 (a connection already gone)
+                pass
+            self.writer = None
+
+
+def _said(exc: BaseException) -> str:
+    from ..db.errors import describe_db_error
+
+    return str(exc) if isinstance(exc, LedgerError) else describe_db_error(exc)
+
+
+def _live(rules: Any, year: int | None, sink: Any) -> Any:
+    from ledger.parsers.live import LiveParse
+
+    return LiveParse(rules, year, sink)
+
+
+def _deploy_name(place: dict[str, Any]) -> str | None:
+    if not place:
+        return None
+    if place.get("label"):
+        return str(place["label"])
+    commit, image = place.get("commit_sha"), place.get("image_digest")
+    said = " ".join(x for x in ((commit or "")[:10], (image or "").removeprefix("sha256:")[:12]) if x)
+    return said or f"deploy:{place['deploy_id']}"

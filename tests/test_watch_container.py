@@ -1,0 +1,64 @@
+"""``ledger watch --container`` against a real podman container whose command prints a log slowly
+(issue 26), read through ``ledger.origins`` (issue 24): the boots are stored as they are
+printed and are what ``ledger ingest --container`` stores of the finished container.  Skipped
+where podman cannot run a container (``tools/podman-here.sh`` of the shared folder sets it up
+on the project's machines)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import subprocess
+import sys
+import uuid
+
+import pytest
+from conftest import ROOT
+from dbutil import rows
+from test_watch import _same_as_ingest
+from watchlog import T0, Watch, boot, crash, served
+
+PRINT_SLOWLY = "while read -r l; do printf '%s\\n' \"$l\"; sleep 0.01; done < /log/boot.log"
+
+
+def _podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["podman", *args], capture_output=True, text=True, check=check, timeout=120)
+
+
+@pytest.fixture
+def container(tmp_path):
+    """A container (not started yet) whose command prints a served boot that crashes."""
+    if shutil.which("podman") is None or _podman("info", check=False).returncode != 0:
+        pytest.skip("podman cannot run containers here")
+    root = tmp_path / "rootfs"
+    for d in ("bin", "lib/x86_64-linux-gnu", "lib64", "log"):
+        (root / d).mkdir(parents=True)
+    shutil.copy("/bin/dash", root / "bin" / "sh")
+    shutil.copy("/bin/sleep", root / "bin" / "sleep")
+    for lib in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"):
+        shutil.copy(lib, root / lib.lstrip("/"))
+    (root / "log" / "boot.log").write_text(boot(T0) + served(T0, 5) + crash(T0 + dt.timedelta(minutes=1)))
+    tag = uuid.uuid4().hex[:10]
+    image, name = f"localhost/ledger-watch-test:{tag}", f"ledger-watch-test-{tag}"
+    subprocess.run(["tar", "-C", str(root), "-cf", str(tmp_path / "rootfs.tar"), "."], check=True)
+    _podman("import", str(tmp_path / "rootfs.tar"), image)
+    _podman("create", "--name", name, image, "/bin/sh", "-c", PRINT_SLOWLY)
+    try:
+        yield name
+    finally:
+        _podman("rm", "-f", name, check=False)
+        _podman("rmi", "-f", image, check=False)
+
+
+def test_a_container_printing_its_log_slowly_is_watched_as_it_prints(db, tmp_path, container):
+    w = Watch(db, "--container", container, "--runtime", "podman", "--format", "jsonl")
+    _podman("start", container)
+    w.wait_line(lambda x: '"crashed"' in x, timeout=60)
+    assert w.stop() == 0
+    (source,) = rows(db, "SELECT DISTINCT source_path FROM boot")[0]
+    assert source.startswith(f"container:{container}@")
+    plain = str(tmp_path / "plain.db")
+    done = subprocess.run([sys.executable, "-m", "ledger", "ingest", "--db", plain, "--container", container,
+                           "--runtime", "podman"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    _same_as_ingest(db, plain)

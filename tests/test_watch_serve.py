@@ -1,0 +1,40 @@
+"""``ledger serve`` while ``ledger watch`` writes (issue 26): the boot being read is marked live and
+its page reloads itself (a plain refresh: no script, nothing from elsewhere), the deploys page
+marks the watched deploy, and neither mark stays once the watch has stopped."""
+
+from __future__ import annotations
+
+import datetime as dt
+import urllib.request
+
+from test_serve import _start, _stop
+from test_watch import _boots
+from watchlog import T0, Watch, append, boot, served, wait_until
+
+
+def _get(base: str, path: str) -> str:
+    with urllib.request.urlopen(base + path, timeout=20) as r:
+        return r.read().decode()
+
+
+def test_a_watched_boot_s_page_refreshes_and_its_deploy_is_marked_watched(db, tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(boot(T0) + served(T0, 3))
+    w = Watch(db, str(log), "--label", "qwen-live")
+    wait_until(lambda: _boots(db) == [(1, "ready")])
+    server, base = _start(db)
+    try:
+        page = _get(base, "/boot/1")
+        assert '<meta http-equiv="refresh" content="10">' in page
+        assert 'class="live"' in page
+        deploys = _get(base, "/")
+        assert 'class="live"' in deploys and ">watched<" in deploys
+        append(log, served(T0 + dt.timedelta(minutes=5), 4))
+        # the next request sees the batch stored meanwhile (the page's cache follows the ledger)
+        wait_until(lambda: "6 stats intervals" in _get(base, "/boot/1"), what="the new batch on the page")
+        assert w.stop() == 0
+        page = _get(base, "/boot/1")
+        assert "http-equiv=\"refresh\"" not in page
+        assert ">watched<" not in _get(base, "/")
+    finally:
+        _stop(server)
