@@ -158,13 +158,14 @@ HISTORY_COLUMNS = ["boot", "started_at", "year_inferred", "deploy", "engine_vers
                    "verdict", "source_path", "first_line", "last_line"]
 HISTORY_COMPACT = ["boot", "started_at", "deploy", "engine_version", "outcome", "kv_tokens", "concurrency",
                    "verdict"]
-# how a failing verdict outranks a passing one, and a passing one no verdict at all
-_VERDICT_RANK = {"broken": 4, "over": 3, "off": 2, "ok": 1, "insufficient": 0}
+# how a failing verdict outranks a passing one, a passing one a reference (the group's KV
+# reference: predicted from itself, so no test), and that no verdict at all
+_VERDICT_RANK = {"broken": 4, "over": 3, "off": 2, "ok": 1, "reference": 0.5, "insufficient": 0}
 
 
 def overall_verdict(checks: dict[str, str]) -> str | None:
-    """A boot's verdicts as one word: the worst of them (``off`` over ``ok``; None when no view
-    had enough figures)."""
+    """A boot's verdicts as one word: the worst of them (``off`` over ``ok``, ``ok`` over
+    ``reference``; None when no view had enough figures)."""
     worst = max(checks.values(), key=lambda v: _VERDICT_RANK.get(v, 0), default=None)
     return None if worst in (None, "insufficient") else worst
 

@@ -32,7 +32,7 @@ from . import charts, data
 HERE = Path(__file__).resolve().parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-ORDER = {"off": 0, "broken": 0, "over": 0, "ok": 1, "insufficient": 2}
+ORDER = {"off": 0, "broken": 0, "over": 0, "ok": 1, "reference": 2, "insufficient": 2}
 
 
 def _environment() -> Environment:
