@@ -574,6 +574,50 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     click.echo(render_diff(result, fmt, width=terminal.width() if fmt == "table" else None))
 
 
+@main.command()
+@click.argument("a", required=False, shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
+@click.option("--against", "b", metavar="B", help="Compare with this boot or deploy (the boot before: B -> A).")
+@click.option("--all", "show_all", is_flag=True, help="Also list shape keys printed on one side only, and unchanged ones.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "trailers", "json"]), default="text",
+              show_default=True, help="text, markdown, git trailers, or the report object as JSON.")
+@click.option("--no-redact", "no_redact", is_flag=True,
+              help="Keep paths under $HOME, host names and token-like strings (redacted by default).")
+@click.option("--max-decode-drop", default="3%", show_default=True, metavar="PCT",
+              help="The decode drop against B beyond which the decode line says 'slower'.")
+@click.option("--hook", is_flag=True, help="Print a prepare-commit-msg hook that appends the trailers for HEAD.")
+@db_option
+def note(a: str | None, b: str | None, show_all: bool, fmt: str, no_redact: bool, max_decode_drop: str,
+         hook: bool, db: str | None) -> None:
+    """The paragraph for a deploy commit's message, from the ledger.
+
+    A (and B) are boot ids, commit or digest prefixes or labels; a deploy means its latest
+    ready boot (D@latest: its latest boot; the note says when a newer boot did not come up).
+    Prints what changed in the shape, bytes per KV token per rank, the KV pool, tokens and
+    concurrency, the capacity contract and its margin, the ceilings, every verdict, decode
+    against B, and the source lines; --format trailers prints git trailers (docs/notes.md).
+    Paths under $HOME, host names and token-like strings are redacted unless --no-redact.
+
+    \b
+    Examples:
+      ledger note bf16-3x241664 --against fp8-4x262144
+      ledger note qwen-bf16@ready --against qwen-fp8 --format markdown
+      ledger note "$(git rev-parse HEAD)" --format trailers >> "$msg"
+      ledger note --hook > .git/hooks/prepare-commit-msg && chmod +x .git/hooks/prepare-commit-msg
+    """
+    from .decode import parse_percent
+    from .note import note as make_note
+    from .render.note import HOOK, render_note
+
+    if hook:
+        click.echo(HOOK, nl=False)
+        return
+    if a is None:
+        raise LedgerError("give the boot or deploy to note (or --hook)")
+    with _reading(db) as ledger:
+        result = make_note(ledger, a, b, show_all, parse_percent(max_decode_drop))
+    click.echo(render_note(result, fmt, redact=not no_redact))
+
+
 # -- reconciliation -------------------------------------------------------------------------------
 
 
