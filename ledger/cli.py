@@ -618,6 +618,36 @@ def note(a: str | None, b: str | None, show_all: bool, fmt: str, no_redact: bool
     click.echo(render_note(result, fmt, redact=not no_redact))
 
 
+@main.command()
+@click.argument("knob")
+@click.option("--deploy", "deploys", multiple=True, metavar="D", help="The boots of this deploy (repeatable).")
+@click.option("--group", metavar="BOOT", help="The boots of this boot's group (model, KV dtype, TP, block, release).")
+@format_option()
+@db_option
+def sweep(knob: str, deploys: tuple[str, ...], group: str | None, fmt: str, db: str | None) -> None:
+    """Boots of one comparable group ordered by the KNOB that varies, and the frontier.
+
+    KNOB is a shape key: max_model_len, max_num_seqs, kv_cache_memory_bytes,
+    gpu_memory_utilization, max_num_batched_tokens, or any other.  One row per boot: the value,
+    outcome and failure@phase, KV tokens, concurrency, the contract margin, decode where it
+    served; then the largest value that came up and the smallest that did not.  The boots must
+    be of one group (--group BOOT picks one).
+
+    \b
+    Examples:
+      ledger sweep max_model_len --group bf16-3x241664-ready-util098
+      ledger sweep max_num_seqs --deploy fp8-3x262144 --deploy fp8-4x262144 --format markdown
+    """
+    from .render.sweep import render_sweep
+    from .sweep import sweep as run_sweep
+
+    if deploys and group:
+        raise LedgerError("give --deploy or --group, not both")
+    with _reading(db) as ledger:
+        result = run_sweep(ledger, knob, list(deploys) or None, group)
+    click.echo(render_sweep(result, fmt))
+
+
 # -- reconciliation -------------------------------------------------------------------------------
 
 
