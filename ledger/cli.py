@@ -749,26 +749,38 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
 @main.command()
 @click.argument("deploys", nargs=-1, metavar="[DEPLOY...]",
                 shell_complete=lambda ctx, param, incomplete: _complete_deploys(ctx, incomplete))
+@click.option("--against", "control", metavar="CONTROL",
+              help="Also check decode: each deploy's latest ready boot against this control deploy's.")
+@click.option("--max-decode-drop", default="3%", show_default=True, metavar="PCT",
+              help="With --against: the decode drop beyond which the verdict is 'slower' (exit 1).")
 @format_option()
 @db_option
-def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
+def check(deploys: tuple[str, ...], control: str | None, max_decode_drop: str, fmt: str, db: str | None) -> None:
     """Check the deploys' latest boots (all deploys if none named) against every view.
 
     KV reconciliation (predicted vs measured tokens, within 0.1%), the capacity contract
     (tokens >= max_num_seqs x max_model_len) and the VRAM and host ceilings. Exits 1 if any
     verdict is off, broken or over — usable in a deploy repo's CI; 'insufficient' does not fail.
-    A deploy that does not exist is an error (exit 2).
+    A deploy that does not exist is an error (exit 2).  A group's KV reference is 'reference'
+    (predicted from itself, so no test).  --against CONTROL adds decode: the median generation
+    speed over intervals with running requests, against the control's, with the noise; 'slower'
+    beyond --max-decode-drop exits 1.
 
     \b
     Examples:
       ledger check
       ledger check fp8-4slot bf16-2slot --format json
+      ledger check bf16-2x262144 --against fp8-4x262144 --max-decode-drop 3%
     """
     from .reconcile import check as run_check
     from .render import boot_id, json_text, jsonl_text, rows_text, terminal
 
     with _reading(db) as ledger:
         results = run_check(ledger, list(deploys) or None)
+        if control:
+            from .decode import add_decode_checks, parse_percent
+
+            add_decode_checks(ledger, results, control, parse_percent(max_decode_drop))
     objs: list[dict[str, Any]] = [{"deploy": r.deploy, "boot": boot_id(r.boot), "outcome": r.outcome, "failing": r.failing,
              "checks": [{"what": line.what, "verdict": line.verdict, "detail": line.detail or None}
                         for line in r.lines]} for r in results]

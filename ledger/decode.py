@@ -139,3 +139,25 @@ def latest_ready(ledger: Ledger, deploy_id: int) -> int | None:
             return pick_boot(s, d, "ready")[0].id
         except LedgerError:
             return None
+
+
+def add_decode_checks(ledger: Ledger, results: list[Any], control_ref: str, max_drop_pct: float) -> None:
+    """``ledger check --against``: a ``decode vs control`` line for each deploy's check — its
+    latest ready boot against the control's (the control itself: ``reference``)."""
+    from .verdicts import CheckLine
+
+    with ledger.Session() as s:
+        control_boot, _ = resolve_side(s, control_ref, "ready")
+        control_deploy = control_boot.deploy_id
+        deploy_of = {r.boot: s.get(m.Boot, r.boot).deploy_id for r in results}
+    for r in results:
+        did = deploy_of[r.boot]
+        if did == control_deploy:
+            r.lines.append(CheckLine("decode vs control", "reference", "the control itself"))
+            continue
+        bid = latest_ready(ledger, did)
+        if bid is None:
+            r.lines.append(CheckLine("decode vs control", "insufficient", "no boot to compare"))
+            continue
+        c = compare_decode(ledger, bid, control_ref, max_drop_pct)
+        r.lines.append(CheckLine("decode vs control", c.verdict, c.detail))
