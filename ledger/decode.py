@@ -113,9 +113,9 @@ def compare_decode(ledger: Ledger, boot_id: int, control_ref: str,
                                 "requests, no decode probe)")
     change = (a["median_tps"] - c["median_tps"]) / c["median_tps"] * 100
     verdict = "slower" if -change > max_drop_pct else "ok"
-    detail = (f"decode {a['median_tps']:.1f} t/s (boot {boot_id}, {_over(a)}) vs {c['median_tps']:.1f} "
-              f"(control {control_name}, boot {control_id}, {_over(c)}): {change:+.1f} %, bound -{max_drop_pct:g} %; "
-              f"noise: ~{noise:.1f} % boot to boot ({noise_from})"
+    detail = (f"decode {a['median_tps']:.1f} t/s vs {c['median_tps']:.1f} ({change:+.1f} %), bound -{max_drop_pct:g} %: "
+              f"boot {boot_id} ({_over(a)}) against control {control_name}, boot {control_id} ({_over(c)}); "
+              f"noise ~{noise:.1f} % boot to boot ({noise_from})"
               + "".join(f", {x['within_boot_noise_pct']:.2f} % within boot {x['boot']}" for x in (a, c)
                         if x["within_boot_noise_pct"] is not None))
     if max_drop_pct < noise:

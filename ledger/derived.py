@@ -19,7 +19,7 @@ FIGURES = (
     ("kv_cache_tokens", "KV tokens", "tokens"),
     ("contract_tokens", "capacity contract (seqs x max-model-len)", "tokens"),
     ("margin_tokens", "contract margin", "tokens"),
-    ("margin_bytes", "contract margin", "bytes"),
+    ("margin_bytes", "contract margin (bytes)", "bytes"),
     ("vram_margin_bytes", "VRAM ceiling margin", "bytes"),
     ("host_margin_bytes", "host ceiling margin", "bytes"),
 )
