@@ -68,9 +68,11 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: str | None = None) -> Sweep:
-    """The sweep of ``knob`` over the boots of ``deploys`` (all boots when none), or over the
-    group of the boot ``group`` names; an error when the boots are of more than one group."""
+def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: str | None = None,
+          deploy_ids: list[int] | None = None) -> Sweep:
+    """The sweep of ``knob`` over the boots of ``deploys`` (or of the deploys ``deploy_ids``,
+    ``ledger serve``'s; all boots when none), or over the group of the boot ``group`` names; an
+    error when the boots are of more than one group."""
     knob = knob.strip()
     if not knob:
         raise LedgerError("name the knob to sweep (e.g. max_model_len)")
@@ -82,8 +84,8 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
                 raise LedgerError(f"boot {anchor.id} has no group (model, KV dtype, TP size, block size and "
                                   "release are not all known)")
             q = select(m.Boot.id)
-        elif deploys:
-            ids = [d.id for ref in deploys for d in deploys_named(s, ref)]
+        elif deploys or deploy_ids:
+            ids = list(deploy_ids or []) + [d.id for ref in deploys or [] for d in deploys_named(s, ref)]
             q = select(m.Boot.id).where(m.Boot.deploy_id.in_(ids))
         else:
             q = select(m.Boot.id)
@@ -154,3 +156,15 @@ def frontier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "smallest_failing_failure": worst["failure"] if worst else None,
         "monotone": None if not (best and worst) else (_number(worst["value"]) or 0) > (_number(best["value"]) or 0),
     }
+
+
+def varying_knob(ledger: Ledger, deploy_id: int) -> str | None:
+    """The first of ``KNOBS`` whose value differs between the deploy's boots (what a chart of
+    the deploy sweeps), or None."""
+    with ledger.Session() as s:
+        rows = s.execute(select(m.Shape.key, m.Shape.value).join(m.Boot, m.Boot.id == m.Shape.boot_id)
+                         .where(m.Boot.deploy_id == deploy_id, m.Shape.key.in_(KNOBS))).all()
+    values: dict[str, set[str]] = {}
+    for key, value in rows:
+        values.setdefault(key, set()).add(value)
+    return next((k for k in KNOBS if len(values.get(k, ())) > 1), None)

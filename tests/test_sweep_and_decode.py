@@ -219,3 +219,51 @@ def test_diff_json_carries_the_derived_rows(qwen, cli):
     bpt = next(r for r in obj["derived"] if r["key"] == "bytes_per_token")
     assert round(bpt["b"], 2) == 13_838.52 and bpt["unit"] == "B/token"
     assert obj["one_sided_keys"] == [] and obj["notices"] == []
+
+
+# -- the sweep chart on serve's deploy page --------------------------------------------------------------
+
+
+def test_the_deploy_sweep_is_the_sweep_of_the_knob_that_varies(night):
+    from ledger.db.connect import connect
+    from ledger.serve.data import deploy_sweep
+
+    ledger = connect(night, mode="read")
+    try:
+        obj = deploy_sweep(ledger, 1)
+    finally:
+        ledger.dispose()
+    assert obj["knob"] == "max_model_len" and obj["frontier"]["largest_passing"] == 241664
+
+
+def test_the_sweep_chart_marks_outcomes_and_draws_the_contract(night):
+    from ledger.db.connect import connect
+    from ledger.serve import charts
+    from ledger.serve.data import deploy_sweep
+
+    ledger = connect(night, mode="read")
+    try:
+        svg = charts.svg(charts.sweep_figure(deploy_sweep(ledger, 1), link=lambda b: f"/boot/{b}"))
+    finally:
+        ledger.dispose()
+    assert "frontier: largest passing 241,664 (boot 4); smallest failing 245,760" in svg
+    assert "capacity contract (seqs x max-model-len)" in svg and "failed (did not come up)" in svg
+    assert 'href="/boot/2"' in svg
+
+
+def test_serves_deploy_page_has_the_sweep_chart(night, cli):
+    import urllib.request
+
+    from test_serve import _start, _stop
+
+    ingest(cli, REC / "bf16-3x241664-ready.log", "one-boot")
+    proc, base = _start(night)
+    try:
+        with urllib.request.urlopen(base + "/deploy/1", timeout=60) as r:
+            page = r.read().decode()
+        with urllib.request.urlopen(base + "/deploy/2", timeout=60) as r:
+            single = r.read().decode()
+    finally:
+        _stop(proc)
+    assert 'id="sweep-chart"' in page and "largest passing 241,664" in page
+    assert 'id="sweep-chart"' not in single  # one boot: nothing varies

@@ -79,17 +79,23 @@ def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOn
     def _deploy_obj(ref: str) -> dict[str, Any]:
         return data.deploy(ledger, ref)
 
-    def _deploy(ref: str) -> tuple[dict[str, Any], str]:
+    def _deploy(ref: str) -> tuple[dict[str, Any], str, str]:
         obj = cache.get(("_deploy_obj", ref), lambda: _deploy_obj(ref))
         chart = ""
         if obj["boots"]:
             frame, title = data.deploy_frame(ledger, ref, obj)
             chart = charts.svg(charts.boots_figure(frame, title, link=lambda b: f"/boot/{b}"))
-        return obj, chart
+        return obj, chart, _sweep_chart(obj["deploy"]["id"])
+
+    def _sweep_chart(deploy_id: int) -> str:
+        swept = data.deploy_sweep(ledger, deploy_id)
+        if swept is None:
+            return ""
+        return charts.svg(charts.sweep_figure(swept, link=lambda b: f"/boot/{b}"))
 
     async def deploy_page(request: Request) -> Response:
-        obj, chart = await call(_deploy, request.path_params["ref"])
-        return page("deploy.html", d=obj, chart=Markup(chart))
+        obj, chart, sweep_chart = await call(_deploy, request.path_params["ref"])
+        return page("deploy.html", d=obj, chart=Markup(chart), sweep_chart=Markup(sweep_chart))
 
     async def deploy_json(request: Request) -> Response:
         return JSONResponse(data.jsonable(await call(_deploy_obj, request.path_params["ref"])))
