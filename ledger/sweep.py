@@ -68,6 +68,12 @@ def _number(value: Any) -> float | None:
     return None
 
 
+def _order(value: Any) -> tuple[bool, float, str]:
+    """Numbers in numeric order, then other values as text, then None (not printed)."""
+    n = _number(value)
+    return (value is None, n if n is not None else float("inf"), str(value))
+
+
 def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: str | None = None,
           deploy_ids: list[int] | None = None) -> Sweep:
     """The sweep of ``knob`` over the boots of ``deploys`` (or of the deploys ``deploy_ids``,
@@ -134,7 +140,7 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
     rows.sort(key=lambda r: (_number(r["value"]) is None, _number(r["value"]) or 0, str(r["value"]),
                              r["started_at"] or "", int(r["boot"])))
     result = Sweep(knob, key, rows, skipped={k: v for k, v in skipped.items() if v},
-                   also_varies={k: sorted((json.loads(v) for v in vs), key=lambda x: (x is None, str(x)))
+                   also_varies={k: sorted((json.loads(v) for v in vs), key=_order)
                                 for k, vs in others.items() if len(vs) > 1})
     result.frontier = frontier(rows)
     return result
