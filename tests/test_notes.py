@@ -265,3 +265,32 @@ def test_the_hook_never_stops_a_commit_without_a_deploy(db, cli, tmp_path):
     git("commit", "-q", "--allow-empty", "-m", "first")
     git("commit", "-q", "--allow-empty", "-m", "second")
     assert git("log", "-1", "--format=%B").stdout.strip() == "second"
+
+
+# -- the README's tour ------------------------------------------------------------------------------------
+
+
+def test_the_readme_tour_is_what_the_commands_print(db, cli, monkeypatch):
+    """The README's tour (note, sweep, check --against on the bundled boots) prints what the
+    commands print, on a ledger filled as its bash block fills it."""
+    import shlex
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("COLUMNS", raising=False)  # tables as on a pipe: not cut
+    for f in [*sorted((REC).glob("*.log")), *sorted(DECODE.glob("*.log")), ROOT / "fixtures/sweeps/fp8-6x262144-kv-alloc-oom.log"]:
+        assert cli("ingest", str(f.relative_to(ROOT)), "--label", f.stem).exit_code == 0
+    for f in sorted((ROOT / "fixtures" / "sweeps").glob("bf16-3x*.log")):
+        assert cli("ingest", str(f.relative_to(ROOT)), "--label", "night-ladder").exit_code == 0
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("<!-- tour:"):readme.index("<!-- /tour -->")]
+    lines = block.split("```console\n", 1)[1].rsplit("```", 1)[0].splitlines()
+    runs: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line.startswith("$ "):
+            runs.append((line[2:], []))
+        else:
+            runs[-1][1].append(line)
+    assert [cmd.split()[1] for cmd, _ in runs] == ["note", "note", "sweep", "sweep", "check"]
+    for cmd, expected in runs:
+        r = cli(*shlex.split(cmd)[1:])
+        assert r.output.rstrip("\n").splitlines() == expected, cmd
