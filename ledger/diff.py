@@ -194,7 +194,8 @@ def _fact_rows(result: DiffResult) -> list[dict[str, Any]]:
             for r in result.facts]
 
 
-def _derived_text(r: dict[str, Any], side: str) -> str:
+def derived_text(r: dict[str, Any], side: str) -> str:
+    """One side (``a``/``b``) of a derived row for people, with its unit."""
     v = r[side]
     if r["unit"] == "verdict":
         return v or "—"
@@ -221,7 +222,7 @@ def _derived_lines(result: DiffResult, fmt: str, width: int | None) -> list[str]
             change = f"{r['change']:+,.2f} B/token" if r["unit"] == "B/token" else \
                 fact_text(round(r["change"]), r["unit"], sign=True) if r["unit"] == "bytes" else \
                 f"{r['change']:+,.0f} {r['unit']}"
-        rows.append({"derived": r["name"], "A": _derived_text(r, "a"), "B": _derived_text(r, "b"), "change": change,
+        rows.append({"derived": r["name"], "A": derived_text(r, "a"), "B": derived_text(r, "b"), "change": change,
                      "change %": "" if r["change_pct"] is None else f"{r['change_pct']:+.2f}%"})
     return [render(rows, ["derived", "A", "B", "change", "change %"], fmt, width=width,
                    align_right=("A", "B", "change", "change %"), flexible=("derived", "A", "B")), ""]

@@ -45,6 +45,7 @@ def _environment() -> Environment:
     env.filters["figures"] = figures_text
     env.filters["when"] = _when
     env.filters["js"] = lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    env.filters["derived"] = _derived
     env.globals["FAILING"] = data.FAILING
     return env
 
@@ -204,6 +205,13 @@ class ReadOnly:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _derived(row: dict[str, Any], side: str) -> str:
+    """One side of a diff's derived row, as ``ledger diff`` prints it."""
+    from ..diff import derived_text
+
+    return derived_text(row, side)
 
 
 def _when(iso_time: str | None, year_inferred: bool | None = False) -> str:
