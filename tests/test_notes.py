@@ -73,8 +73,9 @@ def test_note_reads_old_to_new_tokens_and_concurrency(seeded, cli):
 def test_note_names_only_the_shape_keys_that_changed(seeded, cli):
     out = note(cli, "bf16-3x241664-ready", "--against", "fp8-4x262144-ready")
     (shape,) = [line for line in out.splitlines() if line.startswith("shape")]
-    assert shape.split(None, 1)[1] == ("kv_cache_dtype fp8 -> auto; kv_cache_memory_bytes 8311013376 -> 11047010304; "
-                                       "max_model_len 262144 -> 241664; max_num_seqs 4 -> 3")
+    assert shape.split(None, 1)[1] == ("kv_cache_dtype fp8 -> auto; kv_cache_memory_bytes 7.74 GiB (8,311,013,376 B) -> "
+                                       "10.29 GiB (11,047,010,304 B); max_model_len 262,144 tokens -> 241,664 tokens; "
+                                       "max_num_seqs 4 -> 3")
 
 
 def test_five_windows_keep_39462_tokens_of_margin_in_the_note(seeded, cli):

@@ -90,7 +90,8 @@ def lines_of(note: dict[str, Any]) -> list[tuple[str, str]]:
         if s and s["notice"]:
             out.append(("notice", s["notice"]))
     if b:
-        changed = "; ".join(f"{r['key']} {_value(r['b'])} -> {_value(r['a'])}" for r in note["shape"]) or "no key differs"
+        changed = "; ".join(f"{r['key']} {_value(r['b'], r['key'])} -> {_value(r['a'], r['key'])}"
+                            for r in note["shape"]) or "no key differs"
         out.append(("shape", changed))
         n = len(note["one_sided_keys"])
         if n and not note.get("show_all"):
@@ -134,7 +135,13 @@ def lines_of(note: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _value(v: Any) -> str:
+def _value(v: Any, key: str = "") -> str:
+    """A shape value with its unit where the key says it (bytes, tokens), else as printed."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if key.endswith("_bytes"):
+            return f"{format_bytes(v)} ({v:,} B)"
+        if key in ("max_model_len", "max_num_batched_tokens"):
+            return f"{v:,} tokens"
     if isinstance(v, str):
         return v
     import json
