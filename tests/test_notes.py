@@ -78,6 +78,14 @@ def test_note_names_only_the_shape_keys_that_changed(seeded, cli):
                                        "max_num_seqs 4 -> 3")
 
 
+def test_note_counts_one_sided_keys_and_lists_them_with_all(seeded, cli):
+    cli("ingest", str(ROOT / "fixtures" / "sweeps" / "bf16-3x241664-ready-util098.log"), "--label", "bf16-util")
+    out = note(cli, "bf16-util", "--against", "fp8-4x262144-ready")
+    assert "(1 key printed on one side only; --all lists them)" in out
+    assert "kv_cache_memory_bytes 7.74 GiB (8,311,013,376 B) -> —" in note(cli, "bf16-util", "--against",
+                                                                            "fp8-4x262144-ready", "--all")
+
+
 def test_five_windows_keep_39462_tokens_of_margin_in_the_note(seeded, cli):
     """'5 x 262144 at fp8 PASSED ... 1,350,182 tokens ... 5.15x (39,462 tokens of margin)'"""
     out = note(cli, "fp8-5x262144-runtime-oom")

@@ -136,7 +136,10 @@ def lines_of(note: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _value(v: Any, key: str = "") -> str:
-    """A shape value with its unit where the key says it (bytes, tokens), else as printed."""
+    """A shape value with its unit where the key says it (bytes, tokens), else as printed; a key
+    the boot did not print is ``—``."""
+    if v is None:
+        return "—"
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if key.endswith("_bytes"):
             return f"{format_bytes(v)} ({v:,} B)"
