@@ -282,3 +282,16 @@ def test_serves_diff_page_has_the_derived_rows_and_the_markdown(qwen, cli):
         _stop(proc)
     assert 'id="diff-derived"' in page and "13,838.52 B/token (exact)" in page
     assert "| max_concurrency | 4.12x | 3.30x | -0.82x | -19.90% |" in page  # the commit-message block
+
+
+def test_the_boot_to_boot_noise_is_measured_when_the_control_has_two_boots(served, cli, tmp_path):
+    second = tmp_path / "fp8-control-again.log"  # the same shape booted again, decode ~2 % lower
+    text = (DECODE / "fp8-4x262144-served-136tps.log").read_text()
+    second.write_text(text.replace("2026-10-02T09", "2026-10-02T11").replace("10-02 09:", "10-02 11:")
+                      .replace(" 136.", " 133."))
+    ingest(cli, second, "fp8-control")
+    objs = json.loads(run(cli, "check", "bf16-2x262144", "--against", "fp8-control", "--format", "json"))
+    (line,) = [c for c in objs[0]["checks"] if c["what"] == "decode vs control"]
+    assert "vs 133.4 (-2.8 %)" in line["detail"]  # against the control's latest ready boot
+    assert "noise ~1.4 % boot to boot (measured over the control's 2 ready boots)" in line["detail"]
+    assert "club-3090" not in line["detail"]
