@@ -555,15 +555,20 @@ def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
 @format_option()
 @db_option
 def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
-    """Compare two boots, or two deploys' latest boots.
+    """Compare two boots, or two deploys' latest ready boots.
 
-    A and B are boot ids, commit or digest prefixes, or labels.  Markdown is for pasting into a
-    commit message.
+    A and B are boot ids, commit or digest prefixes, or labels; a deploy means its latest ready
+    boot (D@latest: its latest boot, whatever its outcome; the diff says when a newer boot is
+    passed over).  Beside the facts that changed: the derived rows (bytes per KV token, the KV
+    pool, the capacity contract and its margin, the ceilings' margins, every verdict).  Shape
+    keys printed on one side only are counted; --all lists them and the unchanged rows.
+    Markdown is for pasting into a commit message.
 
     \b
     Examples:
       ledger diff 3 4
       ledger diff fp8-4slot bf16-2slot --format markdown
+      ledger diff radiance-fp8 radiance-bf16@latest
     """
     from .diff import diff as diff_boots
     from .diff import render_diff
