@@ -113,6 +113,14 @@ def test_a_reference_boot_is_reference_in_the_note(seeded, cli):
     assert "kv ok" not in out
 
 
+def test_a_contract_without_a_kv_token_count_is_insufficient_not_a_crash(db, cli):
+    (log,) = (ROOT / "fixtures" / "real").glob("010_*.log")  # seqs and max-model-len, no KV cache size line
+    assert cli("ingest", str(log), "--label", "dual3090").exit_code == 0
+    out = note(cli, "dual3090")
+    assert "contract        insufficient: 1 x 200,000 = 200,000 tokens; no KV token count printed" in out
+    assert "Contract: insufficient" in note(cli, "dual3090", "--format", "trailers")
+
+
 # -- trailers ------------------------------------------------------------------------------------------
 
 

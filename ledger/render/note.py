@@ -62,7 +62,9 @@ def _pair(a: str, b: str | None) -> str:
 
 def contract(d: dict[str, Any]) -> str:
     if d.get("contract_tokens") is None:
-        return "insufficient (needs KV tokens, max_num_seqs and max_model_len)"
+        return "needs KV tokens, max_num_seqs and max_model_len"
+    if d.get("margin_tokens") is None:
+        return f"{d['max_num_seqs']} x {d['max_model_len']:,} = {d['contract_tokens']:,} tokens; no KV token count printed"
     mb = "" if d.get("margin_bytes") is None else f", {mem(d['margin_bytes'], sign=True)}"
     return (f"{d['max_num_seqs']} x {d['max_model_len']:,} = {d['contract_tokens']:,} tokens, "
             f"margin {d['margin_tokens']:+,} tokens{mb}")
