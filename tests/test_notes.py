@@ -97,14 +97,14 @@ def test_the_note_says_the_5_slot_boot_crashed_at_runtime(seeded, cli):
     """'Boot is not proof of runtime survivability': the note carries the runtime OOM."""
     out = note(cli, "fp8-5x262144-runtime-oom")
     assert "has no ready boot: boot 2 is its latest (crashed)" in out
-    assert "boot 2: oom@runtime, line 18: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB" in out
+    assert 'boot 2: oom@runtime, line 18: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB' in out
 
 
 def test_the_note_gives_the_source_lines_as_evidence(seeded, cli):
     out = note(cli, "bf16-3x241664-ready")
     assert "fixtures/reconcile/bf16-3x241664-ready.log:1-13" in out
-    assert "line 8: GPU KV cache size: 798,280 tokens" in out
-    assert "line 2: kv_cache_memory_bytes=11047010304 (the engine's arguments)" in out
+    assert 'line 8: "GPU KV cache size: 798,280 tokens"' in out  # quoted: a note is prose, not a log
+    assert 'line 2: "kv_cache_memory_bytes=11047010304 (the engine\'s arguments)"' in out
 
 
 def test_a_reference_boot_is_reference_in_the_note(seeded, cli):

@@ -126,15 +126,22 @@ def lines_of(note: dict[str, Any]) -> list[tuple[str, str]]:
         if s is None:
             continue
         for f in s["failures"]:
-            out.append(("failure", f"boot {s['boot']}: {f['kind']}@{f['phase']}, line {f['line']}: {f['text']}"))
+            out.append(("failure", f"boot {s['boot']}: {f['kind']}@{f['phase']}, line {f['line']}: {_quoted(f['text'])}"))
     for s in (a, b):
         if s is None:
             continue
         src = s["source"]
         out.append(("evidence", f"boot {s['boot']}: {src['path']}:{src['first_line']}-{src['last_line']}"))
         for e in s["evidence"]:
-            out.append(("", f"  line {e['line']}: {e['text']}"))
+            out.append(("", f"  line {e['line']}: {_quoted(e['text'])}"))
     return out
+
+
+def _quoted(text: str | None) -> str:
+    """A log line's message as a quotation: a note pasted into a commit message is prose that
+    quotes the log, not a log (``ledger ingest`` refuses such text rather than read boots
+    from it)."""
+    return "—" if text is None else f'"{text}"'
 
 
 def _value(v: Any, key: str = "") -> str:
