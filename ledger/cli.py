@@ -707,15 +707,20 @@ def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
 @format_option()
 @db_option
 def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
-    """Compare two boots, or two deploys' latest boots.
+    """Compare two boots, or two deploys' latest ready boots.
 
-    A and B are boot ids, commit or digest prefixes, or labels.  Markdown is for pasting into a
-    commit message.
+    A and B are boot ids, commit or digest prefixes, or labels; a deploy means its latest ready
+    boot (D@latest: its latest boot, whatever its outcome; the diff says when a newer boot is
+    passed over).  Beside the facts that changed: the derived rows (bytes per KV token, the KV
+    pool, the capacity contract and its margin, the ceilings' margins, every verdict).  Shape
+    keys printed on one side only are counted; --all lists them and the unchanged rows.
+    Markdown is for pasting into a commit message.
 
     \b
     Examples:
       ledger diff 3 4
       ledger diff fp8-4slot bf16-2slot --format markdown
+      ledger diff radiance-fp8 radiance-bf16@latest
     """
     from .diff import diff as diff_boots
     from .diff import render_diff
@@ -724,6 +729,80 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     with _reading(db) as ledger:
         result = diff_boots(ledger, a, b, show_all)
     click.echo(render_diff(result, fmt, width=terminal.width() if fmt == "table" else None))
+
+
+@main.command()
+@click.argument("a", required=False, shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
+@click.option("--against", "b", metavar="B", help="Compare with this boot or deploy (the boot before: B -> A).")
+@click.option("--all", "show_all", is_flag=True, help="Also list shape keys printed on one side only, and unchanged ones.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "trailers", "json"]), default="text",
+              show_default=True, help="text, markdown, git trailers, or the report object as JSON.")
+@click.option("--no-redact", "no_redact", is_flag=True,
+              help="Keep paths under $HOME, host names and token-like strings (redacted by default).")
+@click.option("--max-decode-drop", default="3%", show_default=True, metavar="PCT",
+              help="The decode drop against B beyond which the decode line says 'slower'.")
+@click.option("--hook", is_flag=True, help="Print a prepare-commit-msg hook that appends the trailers for HEAD.")
+@db_option
+def note(a: str | None, b: str | None, show_all: bool, fmt: str, no_redact: bool, max_decode_drop: str,
+         hook: bool, db: str | None) -> None:
+    """The paragraph for a deploy commit's message, from the ledger.
+
+    A (and B) are boot ids, commit or digest prefixes or labels; a deploy means its latest
+    ready boot (D@latest: its latest boot; the note says when a newer boot did not come up).
+    Prints what changed in the shape, bytes per KV token per rank, the KV pool, tokens and
+    concurrency, the capacity contract and its margin, the ceilings, every verdict, decode
+    against B, and the source lines; --format trailers prints git trailers (docs/notes.md).
+    Paths under $HOME, host names and token-like strings are redacted unless --no-redact.
+
+    \b
+    Examples:
+      ledger note bf16-3x241664 --against fp8-4x262144
+      ledger note qwen-bf16@ready --against qwen-fp8 --format markdown
+      ledger note "$(git rev-parse HEAD)" --format trailers >> "$msg"
+      ledger note --hook > .git/hooks/prepare-commit-msg && chmod +x .git/hooks/prepare-commit-msg
+    """
+    from .decode import parse_percent
+    from .note import note as make_note
+    from .render.note import HOOK, render_note
+
+    if hook:
+        click.echo(HOOK, nl=False)
+        return
+    if a is None:
+        raise LedgerError("give the boot or deploy to note (or --hook)")
+    with _reading(db) as ledger:
+        result = make_note(ledger, a, b, show_all, parse_percent(max_decode_drop))
+    click.echo(render_note(result, fmt, redact=not no_redact))
+
+
+@main.command()
+@click.argument("knob")
+@click.option("--deploy", "deploys", multiple=True, metavar="D", help="The boots of this deploy (repeatable).")
+@click.option("--group", metavar="BOOT", help="The boots of this boot's group (model, KV dtype, TP, block, release).")
+@format_option()
+@db_option
+def sweep(knob: str, deploys: tuple[str, ...], group: str | None, fmt: str, db: str | None) -> None:
+    """Boots of one comparable group ordered by the KNOB that varies, and the frontier.
+
+    KNOB is a shape key: max_model_len, max_num_seqs, kv_cache_memory_bytes,
+    gpu_memory_utilization, max_num_batched_tokens, or any other.  One row per boot: the value,
+    outcome and failure@phase, KV tokens, concurrency, the contract margin, decode where it
+    served; then the largest value that came up and the smallest that did not.  The boots must
+    be of one group (--group BOOT picks one).
+
+    \b
+    Examples:
+      ledger sweep max_model_len --group bf16-3x241664-ready-util098
+      ledger sweep max_num_seqs --deploy fp8-3x262144 --deploy fp8-4x262144 --format markdown
+    """
+    from .render.sweep import render_sweep
+    from .sweep import sweep as run_sweep
+
+    if deploys and group:
+        raise LedgerError("give --deploy or --group, not both")
+    with _reading(db) as ledger:
+        result = run_sweep(ledger, knob, list(deploys) or None, group)
+    click.echo(render_sweep(result, fmt))
 
 
 # -- reconciliation -------------------------------------------------------------------------------
@@ -830,27 +909,39 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
 @main.command()
 @click.argument("deploys", nargs=-1, metavar="[DEPLOY...]",
                 shell_complete=lambda ctx, param, incomplete: _complete_deploys(ctx, incomplete))
+@click.option("--against", "control", metavar="CONTROL",
+              help="Also check decode: each deploy's latest ready boot against this control deploy's.")
+@click.option("--max-decode-drop", default="3%", show_default=True, metavar="PCT",
+              help="With --against: the decode drop beyond which the verdict is 'slower' (exit 1).")
 @format_option()
 @db_option
-def check(deploys: tuple[str, ...], fmt: str, db: str | None) -> None:
+def check(deploys: tuple[str, ...], control: str | None, max_decode_drop: str, fmt: str, db: str | None) -> None:
     """Check the deploys' latest boots (all deploys if none named) against every view.
 
     KV reconciliation (predicted vs measured tokens, within 0.1%), the KV formula (tokens from
     the model's own geometry, ledger model add; a group's first boot is checked by it), the capacity contract
     (tokens >= max_num_seqs x max_model_len) and the VRAM and host ceilings. Exits 1 if any
     verdict is off, broken or over — usable in a deploy repo's CI; 'insufficient' does not fail.
-    A deploy that does not exist is an error (exit 2).
+    A deploy that does not exist is an error (exit 2).  A group's KV reference is 'reference'
+    (predicted from itself, so no test).  --against CONTROL adds decode: the median generation
+    speed over intervals with running requests, against the control's, with the noise; 'slower'
+    beyond --max-decode-drop exits 1.
 
     \b
     Examples:
       ledger check
       ledger check fp8-4slot bf16-2slot --format json
+      ledger check bf16-2x262144 --against fp8-4x262144 --max-decode-drop 3%
     """
     from .reconcile import check as run_check
     from .render import boot_id, json_text, jsonl_text, rows_text, terminal
 
     with _reading(db) as ledger:
         results = run_check(ledger, list(deploys) or None)
+        if control:
+            from .decode import add_decode_checks, parse_percent
+
+            add_decode_checks(ledger, results, control, parse_percent(max_decode_drop))
     objs: list[dict[str, Any]] = [{"deploy": r.deploy, "boot": boot_id(r.boot), "outcome": r.outcome, "failing": r.failing,
              "checks": [{"what": line.what, "verdict": line.verdict, "detail": line.detail or None}
                         for line in r.lines]} for r in results]

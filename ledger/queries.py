@@ -52,14 +52,34 @@ def as_id(ref: str) -> int | None:
     return number if number <= MAX_FIGURE else None
 
 
-def resolve_boot(session: Session, ref: str) -> m.Boot:
-    """A boot id, or a deploy (commit or digest prefix, or label) meaning its latest boot."""
+def resolve_boot(session: Session, ref: str, default: str = "latest") -> m.Boot:
+    """A boot id, or a deploy (commit or digest prefix, or label) meaning its latest boot
+    (``default="ready"``: its latest ready boot); ``D@ready`` and ``D@latest`` say which."""
+    return resolve_side(session, ref, default)[0]
+
+
+SELECTORS = ("ready", "latest")
+
+
+def split_selector(ref: str) -> tuple[str, str | None]:
+    """``D@ready`` / ``D@latest`` -> (``D``, which of the deploy's boots); anything else is the
+    reference as it is, with no selector (None).  The deploy part is resolved as any other."""
     ref = ref.strip()
-    number = as_id(ref)
+    base, sep, which = ref.rpartition("@")
+    if sep and base and which in SELECTORS:
+        return base, which
+    return ref, None
+
+
+def resolve_side(session: Session, ref: str, default: str = "latest") -> tuple[m.Boot, str | None]:
+    """``resolve_boot``, and a notice when the boot chosen for a deploy is not its newest
+    (a newer boot that did not come up, or no ready boot at all)."""
+    ref, which = split_selector(ref)
+    number = as_id(ref) if which is None else None
     if number is not None:
         boot = session.get(m.Boot, number)
         if boot is not None:
-            return boot
+            return boot, None
     deploys = resolve_deploys(session, ref)
     if not deploys and deploy_ref(ref) is not None:
         raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
@@ -68,10 +88,29 @@ def resolve_boot(session: Session, ref: str) -> m.Boot:
     if len(deploys) > 1:
         names = ", ".join(deploy_name(d) for d in deploys[:5])
         raise LedgerError(f"{shown(ref)}: names more than one deploy ({names}); give more of it")
-    boot = latest_boot(session, deploys[0].id)
-    if boot is None:
-        raise LedgerError(f"{shown(ref)}: that deploy has no boots")
-    return boot
+    return pick_boot(session, deploys[0], which or default, explicit=which is not None)
+
+
+def pick_boot(session: Session, deploy: m.Deploy, which: str, explicit: bool = False) -> tuple[m.Boot, str | None]:
+    """A deploy's latest boot (``which="latest"``) or latest ready one (``"ready"``), and a
+    notice when a newer boot is passed over; with no ready boot, an error if ``@ready`` was
+    asked for (``explicit``), else the latest boot and a notice that says so."""
+    name = deploy_name(deploy)
+    latest = latest_boot(session, deploy.id)
+    if latest is None:
+        raise LedgerError(f"{name}: that deploy has no boots")
+    if which == "latest":
+        return latest, None
+    ready = latest_boot(session, deploy.id, outcome="ready")
+    if ready is None:
+        if explicit:
+            raise LedgerError(f"{name}@ready: that deploy has no ready boot (its latest, boot {latest.id}, "
+                              f"is {latest.outcome})")
+        return latest, f"{name} has no ready boot: boot {latest.id} is its latest ({latest.outcome})"
+    if ready.id != latest.id:
+        return ready, (f"{name}: boot {ready.id} is its latest ready boot; the newer boot {latest.id} "
+                       f"({latest.outcome}) is passed over ({name}@latest for it)")
+    return ready, None
 
 
 def deploy_ref(ref: str) -> int | None:
@@ -158,8 +197,11 @@ def newest_first(session: Session, q: Select, limit: int | None = None) -> Gener
             yield from boots
 
 
-def latest_boot(session: Session, deploy_id: int) -> m.Boot | None:
-    boots = newest_first(session, select(m.Boot).where(m.Boot.deploy_id == deploy_id), 1)
+def latest_boot(session: Session, deploy_id: int, outcome: str | None = None) -> m.Boot | None:
+    q = select(m.Boot).where(m.Boot.deploy_id == deploy_id)
+    if outcome is not None:
+        q = q.where(m.Boot.outcome == outcome)
+    boots = newest_first(session, q, 1)
     try:
         return next(boots, None)
     finally:
@@ -202,13 +244,14 @@ HISTORY_COLUMNS = ["boot", "started_at", "year_inferred", "deploy", "engine_vers
                    "host_check", "verdict", "source_path", "first_line", "last_line"]
 HISTORY_COMPACT = ["boot", "started_at", "deploy", "engine_version", "outcome", "kv_tokens", "concurrency",
                    "verdict"]
-# how a failing verdict outranks a passing one, and a passing one no verdict at all
-_VERDICT_RANK = {"broken": 4, "over": 3, "off": 2, "ok": 1, "insufficient": 0, "unsupported": 0}
+# how a failing verdict outranks a passing one, a passing one a reference (the group's KV
+# reference: predicted from itself, so no test), and that no verdict at all
+_VERDICT_RANK = {"broken": 4, "over": 3, "off": 2, "ok": 1, "reference": 0.5, "insufficient": 0, "unsupported": 0}
 
 
 def overall_verdict(checks: dict[str, str]) -> str | None:
-    """A boot's verdicts as one word: the worst of them (``off`` over ``ok``; None when no view
-    had enough figures)."""
+    """A boot's verdicts as one word: the worst of them (``off`` over ``ok``, ``ok`` over
+    ``reference``; None when no view had enough figures)."""
     worst = max(checks.values(), key=lambda v: _VERDICT_RANK.get(v, 0), default=None)
     return None if worst in (None, "insufficient", "unsupported") else worst
 

@@ -22,7 +22,7 @@ from .errors import LedgerError
 RECONCILIATION_VIEWS = ("kv_cost_per_token", "kv_reconciliation", "capacity_contract", "budget_ceilings",
                         "kv_formula")  # kv_formula: ledger.kvformula
 VIEWS = ("boot_figures", "boot_kv", "kv_reference", *RECONCILIATION_VIEWS)
-FAILING = {"off", "broken", "over"}
+FAILING = {"off", "broken", "over", "slower"}  # slower: decode dropped beyond the bound (check --against)
 
 
 def view_rows(ledger: Ledger, view: str, boot_ids: list[int] | None = None) -> list[dict[str, Any]]:
@@ -80,7 +80,13 @@ def kv_line(r: dict[str, Any] | None) -> CheckLine:
         why = "no KV budget with a token count" if not r or r["measured_tokens"] is None or \
             r["kv_budget_bytes"] is None else "no comparable ready boot to predict from"
         return CheckLine("kv reconciliation", "insufficient", why)
-    ref = "itself (the group's reference)" if r["ref_boot_id"] == r["boot_id"] else f"boot {r['ref_boot_id']}"
+    if r["verdict"] == "reference":  # predicted from itself: true by construction, so no "ok"
+        return CheckLine(
+            "kv reconciliation", "reference",
+            f"the group's reference ({r['ref_chosen_by']}): {r['kv_budget_bytes']:,.0f} B / "
+            f"{r['measured_tokens']:,.0f} tokens = {r['ref_bytes_per_token']:,.2f} B/token; "
+            "the other boots of its group are predicted from it")
+    ref = f"boot {r['ref_boot_id']}"
     return CheckLine(
         "kv reconciliation", r["verdict"],
         f"predicted {r['predicted_tokens']:,.0f} tokens from {ref} at {r['ref_bytes_per_token']:,.2f} B/token, "

@@ -173,7 +173,10 @@ def test_diff_of_two_real_boots_shows_the_changes(db, cli):
     assert facts["max_model_len"]["change"] == -15000 and facts["max_model_len"]["change_pct"] == -7.5
     shape = {s["key"]: s for s in d["shape"]}
     assert shape["max_model_len"]["a"] == 200000 and shape["max_model_len"]["b"] == 185000
-    assert shape["language_model_only"] == {"key": "language_model_only", "a": True, "b": None}
+    assert "language_model_only" not in shape and "language_model_only" in d["one_sided_keys"]  # printed by A only
+    every = {s["key"]: s for s in json.loads(cli("diff", "dual3090-200k", "dual3090-nvlink-185k", "--all",
+                                                 "--format", "json").output)["shape"]}
+    assert every["language_model_only"] == {"key": "language_model_only", "a": True, "b": None}
     assert "tensor_parallel_size" not in shape  # 2 on both sides: unchanged rows hidden
     assert d["b"]["engine"] == "0.20.2rc1.dev9+g01d4d1ad3"
 

@@ -211,9 +211,27 @@ def test_check_passes_on_the_seed_deploys(seeded, cli):
 
 def test_history_and_show_carry_the_verdicts(seeded, cli):
     rows = json.loads(cli("history", "--format", "json").output)
-    assert {r["kv_check"] for r in rows} == {"ok"} and {r["contract"] for r in rows} == {"ok"}
+    kv = {r["boot"]: r["kv_check"] for r in rows}
+    assert kv == {"1": "reference", "2": "ok", "3": "reference", "4": "ok"}  # 1 and 3: their groups' references
+    assert {r["contract"] for r in rows} == {"ok"}
     out = cli("show", BOOTS[1]).output
     assert "kv reconciliation  ok" in out and "from boot 3" in out
+
+
+def test_a_groups_reference_is_reference_not_ok(seeded, cli):
+    """A boot predicted from itself matches by construction: no green ``ok`` for it."""
+    (row,) = view(seeded, f"SELECT * FROM kv_reconciliation WHERE boot_id = {boot_id(seeded, BOOTS[2])}")
+    assert row["ref_boot_id"] == row["boot_id"] and row["verdict"] == "reference"
+    out = cli("show", BOOTS[2]).output
+    assert "kv reconciliation  reference" in out and "the group's reference" in out
+    checks = {c["deploy"]: {x["what"]: x["verdict"] for x in c["checks"]}
+              for c in json.loads(cli("check", "--format", "json").output)}
+    assert checks[BOOTS[2]]["kv reconciliation"] == "reference"
+
+
+def test_a_reference_boot_with_a_kept_contract_is_ok_overall(seeded, cli):
+    rows = {r["boot"]: r for r in json.loads(cli("history", "--format", "json").output)}
+    assert rows["3"]["kv_check"] == "reference" and rows["3"]["verdict"] == "ok"  # its contract is a real check
 
 
 def test_deploy_set_refuses_bad_settings(seeded, cli):

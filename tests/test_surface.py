@@ -155,7 +155,7 @@ def test_ingest_json_is_an_alias_of_format_json(db, cli, tmp_path):
 
 def test_every_row_command_offers_the_same_format_names(cli):
     for command in (["history"], ["show", "1"], ["sql", "x"], ["diff", "1", "2"], ["check"], ["deploy", "list"],
-                    ["grammar", "list"], ["grammar", "check", "vllm"]):
+                    ["grammar", "list"], ["grammar", "check", "vllm"], ["sweep", "max_model_len"]):
         out = cli(*command, "--help").output
         assert "table|markdown|csv|json|jsonl" in out.replace("\n", "").replace(" ", ""), command
 

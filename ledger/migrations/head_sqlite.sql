@@ -360,6 +360,17 @@ FROM (
   FROM boot_kv k
 ) x;
 
+CREATE VIEW runtime_sample AS
+SELECT
+  r.id, r.boot_id,
+  CASE r.kind WHEN 0 THEN 'engine_stats' WHEN 1 THEN 'spec_decode' END AS kind,
+  r.line,
+  CASE WHEN r.logged_at_num IS NOT NULL THEN datetime(r.logged_at_num, 'unixepoch') ELSE r.logged_at_text END AS logged_at,
+  r.engine,
+  CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_1 / 100.0 ELSE r.figure_1 END AS prompt_throughput_tps, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_2 / 100.0 ELSE r.figure_2 END AS generation_throughput_tps, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_3 / 100.0 ELSE r.figure_3 END AS running_reqs, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_4 / 100.0 ELSE r.figure_4 END AS waiting_reqs, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_5 / 100.0 ELSE r.figure_5 END AS swapped_reqs, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_6 / 100.0 ELSE r.figure_6 END AS pending_reqs, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_7 / 100.0 ELSE r.figure_7 END AS gpu_kv_cache_usage_pct, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_8 / 100.0 ELSE r.figure_8 END AS cpu_kv_cache_usage_pct, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_9 / 100.0 ELSE r.figure_9 END AS prefix_cache_hit_rate_pct, CASE WHEN r.kind <> 1 THEN NULL WHEN r.hundredths = 1 THEN r.figure_1 / 100.0 ELSE r.figure_1 END AS spec_mean_acceptance_length, CASE WHEN r.kind <> 1 THEN NULL WHEN r.hundredths = 1 THEN r.figure_2 / 100.0 ELSE r.figure_2 END AS spec_accepted_tokens, CASE WHEN r.kind <> 1 THEN NULL WHEN r.hundredths = 1 THEN r.figure_3 / 100.0 ELSE r.figure_3 END AS spec_drafted_tokens, CASE WHEN r.kind <> 1 THEN NULL WHEN r.hundredths = 1 THEN r.figure_4 / 100.0 ELSE r.figure_4 END AS spec_draft_acceptance_rate_pct,
+  r.spec_per_position_acceptance
+FROM runtime_sample_row r;
+
 CREATE VIEW kv_reconciliation AS
 SELECT
   x.boot_id, x.deploy_id, x.group_key, x.ref_boot_id, x.ref_chosen_by, x.ref_bytes_per_token,
@@ -370,6 +381,7 @@ SELECT
   CASE WHEN x.widening > 0 THEN 'widened by the printed precision of the budgets' ELSE 'exact inputs' END
     AS tolerance_note,
   CASE WHEN x.predicted_tokens IS NULL OR x.measured_tokens IS NULL THEN 'insufficient'
+       WHEN x.ref_boot_id = x.boot_id THEN 'reference'
        WHEN ABS(x.measured_tokens - x.predicted_tokens) <= x.tolerance * x.predicted_tokens THEN 'ok'
        ELSE 'off' END AS verdict
 FROM (
@@ -398,17 +410,6 @@ FROM (
     ) z
   ) y
 ) x;
-
-CREATE VIEW runtime_sample AS
-SELECT
-  r.id, r.boot_id,
-  CASE r.kind WHEN 0 THEN 'engine_stats' WHEN 1 THEN 'spec_decode' END AS kind,
-  r.line,
-  CASE WHEN r.logged_at_num IS NOT NULL THEN datetime(r.logged_at_num, 'unixepoch') ELSE r.logged_at_text END AS logged_at,
-  r.engine,
-  CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_1 / 100.0 ELSE r.figure_1 END AS prompt_throughput_tps, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_2 / 100.0 ELSE r.figure_2 END AS generation_throughput_tps, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_3 / 100.0 ELSE r.figure_3 END AS running_reqs, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_4 / 100.0 ELSE r.figure_4 END AS waiting_reqs, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_5 / 100.0 ELSE r.figure_5 END AS swapped_reqs, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_6 / 100.0 ELSE r.figure_6 END AS pending_reqs, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_7 / 100.0 ELSE r.figure_7 END AS gpu_kv_cache_usage_pct, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_8 / 100.0 ELSE r.figure_8 END AS cpu_kv_cache_usage_pct, CASE WHEN r.kind <> 0 THEN NULL WHEN r.hundredths = 1 THEN r.figure_9 / 100.0 ELSE r.figure_9 END AS prefix_cache_hit_rate_pct, CASE WHEN r.kind <> 1 THEN NULL WHEN r.hundredths = 1 THEN r.figure_1 / 100.0 ELSE r.figure_1 END AS spec_mean_acceptance_length, CASE WHEN r.kind <> 1 THEN NULL WHEN r.hundredths = 1 THEN r.figure_2 / 100.0 ELSE r.figure_2 END AS spec_accepted_tokens, CASE WHEN r.kind <> 1 THEN NULL WHEN r.hundredths = 1 THEN r.figure_3 / 100.0 ELSE r.figure_3 END AS spec_drafted_tokens, CASE WHEN r.kind <> 1 THEN NULL WHEN r.hundredths = 1 THEN r.figure_4 / 100.0 ELSE r.figure_4 END AS spec_draft_acceptance_rate_pct,
-  r.spec_per_position_acceptance
-FROM runtime_sample_row r;
 
 CREATE VIEW kv_formula AS
 SELECT

@@ -11,7 +11,7 @@ from typing import IO, Any
 # verdicts and outcomes, coloured by what they mean
 GOOD = {"ok", "ready"}
 BAD = {"off", "broken", "over", "failed", "crashed"}
-UNSURE = {"insufficient", "incomplete", "unsupported"}
+UNSURE = {"insufficient", "incomplete", "unsupported", "reference"}  # a reference is no test passed
 
 
 def width(stream: IO[str] | None = None) -> int | None:

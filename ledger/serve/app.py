@@ -34,7 +34,7 @@ from . import charts, data
 HERE = Path(__file__).resolve().parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-ORDER = {"off": 0, "broken": 0, "over": 0, "ok": 1, "insufficient": 2}
+ORDER = {"off": 0, "broken": 0, "over": 0, "ok": 1, "reference": 2, "insufficient": 2}
 
 
 def _environment() -> Environment:
@@ -49,6 +49,7 @@ def _environment() -> Environment:
     env.filters["release"] = release
     env.filters["when"] = _when
     env.filters["js"] = lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    env.filters["derived"] = _derived
     env.globals["FAILING"] = data.FAILING
     return env
 
@@ -88,17 +89,23 @@ def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOn
     def _deploy_obj(ref: str) -> dict[str, Any]:
         return data.deploy(ledger, ref)
 
-    def _deploy(ref: str) -> tuple[dict[str, Any], str]:
+    def _deploy(ref: str) -> tuple[dict[str, Any], str, str]:
         obj = cache.get(("_deploy_obj", ref), lambda: _deploy_obj(ref))
         chart = ""
         if obj["boots"]:
             frame, title = data.deploy_frame(ledger, ref, obj)
             chart = charts.svg(charts.boots_figure(frame, title, link=lambda b: f"/boot/{b}"))
-        return obj, chart
+        return obj, chart, _sweep_chart(obj["deploy"]["id"])
+
+    def _sweep_chart(deploy_id: int) -> str:
+        swept = data.deploy_sweep(ledger, deploy_id)
+        if swept is None:
+            return ""
+        return charts.svg(charts.sweep_figure(swept, link=lambda b: f"/boot/{b}"))
 
     async def deploy_page(request: Request) -> Response:
-        obj, chart = await call(_deploy, request.path_params["ref"])
-        return page("deploy.html", d=obj, chart=Markup(chart))
+        obj, chart, sweep_chart = await call(_deploy, request.path_params["ref"])
+        return page("deploy.html", d=obj, chart=Markup(chart), sweep_chart=Markup(sweep_chart))
 
     async def deploy_json(request: Request) -> Response:
         return JSONResponse(data.jsonable(await call(_deploy_obj, request.path_params["ref"])))
@@ -215,6 +222,13 @@ class ReadOnly:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _derived(row: dict[str, Any], side: str) -> str:
+    """One side of a diff's derived row, as ``ledger diff`` prints it."""
+    from ..diff import derived_text
+
+    return derived_text(row, side)
 
 
 def _when(iso_time: str | None, year_inferred: bool | None = False) -> str:

@@ -127,6 +127,48 @@ def boots_figure(frame: pd.DataFrame, title: str, link: Callable[[int], str] | N
     return fig
 
 
+# -- a sweep (a deploy's boots by the knob that varies) -----------------------------------------------
+
+
+def sweep_figure(obj: dict[str, Any], link: Callable[[int], str] | None = None) -> Figure:
+    """``ledger sweep``'s report as a chart: the knob on x, KV tokens on y, a marker per boot
+    coloured and shaped by outcome (came up or not), the capacity contract (max_num_seqs x
+    max_model_len of each boot) as a dashed line, and the frontier in the title."""
+    from ..render.sweep import frontier_text
+
+    fig, (ax,) = _figure(1, width=10.0)
+    rows = [r for r in obj["rows"] if isinstance(r["value"], (int, float)) and not isinstance(r["value"], bool)]
+    div = GIB if obj["knob"].endswith("_bytes") else 1
+    contract = sorted((r["value"] / div, r["contract_tokens"]) for r in rows if r["contract_tokens"] is not None)
+    if contract:
+        ax.plot([x for x, _ in contract], [y for _, y in contract], linestyle="--", color="#4c6ef5", linewidth=1,
+                zorder=1, label="capacity contract (seqs x max-model-len)")
+    for outcome, (colour, marker) in OUTCOME_STYLE.items():
+        sel = [r for r in rows if r["outcome"] == outcome and r["kv_tokens"] is not None]
+        if not sel:
+            continue
+        label = outcome + ("" if outcome in ("ready", "crashed") else " (did not come up)")
+        pts = ax.scatter([r["value"] / div for r in sel], [r["kv_tokens"] for r in sel], color=colour, marker=marker,
+                         s=44, zorder=2, label=label, edgecolors="white", linewidths=0.5)
+        if link is not None:
+            pts.set_urls([link(int(r["boot"])) for r in sel])
+    if not rows:
+        ax.text(0.5, 0.5, f"no boot prints a numeric {obj['knob']}", transform=ax.transAxes, ha="center")
+    from matplotlib.ticker import FuncFormatter
+
+    f = obj["frontier"]
+    for key, colour in (("largest_passing", OUTCOME_STYLE["ready"][0]), ("smallest_failing", OUTCOME_STYLE["failed"][0])):
+        if isinstance(f.get(key), (int, float)) and not isinstance(f.get(key), bool):
+            ax.axvline(f[key] / div, color=colour, linestyle=":", linewidth=1, zorder=0)
+    _label(ax, f"KV cache size by {obj['knob']} (dotted: the frontier)", "tokens")
+    ax.set_xlabel(obj["knob"] + (" (GiB)" if div != 1 else ""))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}" if abs(v) >= 1000 else f"{v:g}"))
+    ax.margins(x=0.05, y=0.15)
+    ax.legend(loc="best", fontsize=8, frameon=False)
+    fig.suptitle(frontier_text(obj), fontsize=10)
+    return fig
+
+
 def _label(ax: Any, title: str, unit: str) -> None:
     from matplotlib.ticker import FuncFormatter
 

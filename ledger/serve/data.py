@@ -99,6 +99,21 @@ def deploy(ledger: Ledger, ref: str) -> dict[str, Any]:
     return {"deploy": obj, "settings": settings, "boots": rows, "figures": boot_figures(ledger, ids)}
 
 
+def deploy_sweep(ledger: Ledger, deploy_id: int) -> dict[str, Any] | None:
+    """``ledger sweep --format json`` of the knob that varies between the deploy's boots (the
+    first of ``ledger.sweep.KNOBS`` that does), or None: no knob varies, or its boots are of
+    more than one group."""
+    from ..sweep import sweep, varying_knob
+
+    knob = varying_knob(ledger, deploy_id)
+    if knob is None:
+        return None
+    try:
+        return sweep(ledger, knob, deploy_ids=[deploy_id]).to_json()
+    except LedgerError:
+        return None
+
+
 def boot_figures(ledger: Ledger, boot_ids: list[int]) -> dict[str, dict[str, Any]]:
     """Per boot (keyed by its id as the output contract writes it: a string), the charted
     figures its history row lacks (the facts.md summary of each), null where not printed."""

@@ -2,7 +2,7 @@
 and which boot each one is reading while it runs.
 
 Revision ID: 0008_watch
-Revises: 0006_deploy_identity
+Revises: 0007_reference_verdict
 Create Date: 2026-12-01
 """
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_watch"
-down_revision = "0006_deploy_identity"
+down_revision = "0007_reference_verdict"
 branch_labels = None
 depends_on = None
 

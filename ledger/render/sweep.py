@@ -1,0 +1,91 @@
+"""``ledger sweep`` in words: a row per boot in every format of the output contract (json: the
+whole report, rows and frontier; jsonl and csv: the rows), and for people (table, markdown) the
+frontier line under the rows and what was left out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.parsers.units import format_bytes
+
+from . import json_text, rows_text
+from .table import cell
+
+COLUMNS = ["boot", "deploy", "value", "outcome", "failure", "kv_tokens", "concurrency", "contract_tokens",
+           "margin_tokens", "decode_tps"]
+HEADERS = {"kv_tokens": "KV tokens", "contract_tokens": "contract", "margin_tokens": "margin",
+           "decode_tps": "decode", "concurrency": "conc"}
+
+
+def value_text(value: Any, knob: str) -> str:
+    if value is None:
+        return "—"
+    if knob.endswith("_bytes") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{format_bytes(value)} ({value:,} B)"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return cell(value)
+
+
+def _human(knob: str):
+    def human(r: dict[str, Any]) -> dict[str, Any]:
+        h = dict(r)
+        h["value"] = value_text(r["value"], knob)
+        h["outcome"] = r["outcome"] + ("" if r["passed"] else " (did not come up)") if r["outcome"] != "ready" else "ready"
+        h["failure"] = r["failure"] or ""
+        h["kv_tokens"] = f"{r['kv_tokens']:,} tokens" if r["kv_tokens"] is not None else "—"
+        h["concurrency"] = f"{r['concurrency']:.2f}x" if r["concurrency"] is not None else "—"
+        h["contract_tokens"] = f"{r['contract_tokens']:,} tokens" if r["contract_tokens"] is not None else "—"
+        h["margin_tokens"] = f"{r['margin_tokens']:+,} tokens" if r["margin_tokens"] is not None else "—"
+        h["decode_tps"] = f"{r['decode_tps']:.1f} t/s" if r["decode_tps"] is not None else "—"
+        return h
+    return human
+
+
+def frontier_text(obj: dict[str, Any]) -> str:
+    f, knob = obj["frontier"], obj["knob"]
+    if f["largest_passing"] is None and f["smallest_failing"] is None:
+        return f"frontier: insufficient (no boot with a numeric {knob})"
+    parts = []
+    if f["largest_passing"] is not None:
+        p = f"largest passing {value_text(f['largest_passing'], knob)} (boot {f['largest_passing_boot']}"
+        if f["largest_passing_outcome"] == "crashed":
+            p += f", then crashed: {f['largest_passing_failure']}; a boot is no proof of runtime survivability"
+        parts.append(p + ")")
+    else:
+        parts.append("no value passed")
+    if f["smallest_failing"] is not None:
+        parts.append(f"smallest failing {value_text(f['smallest_failing'], knob)} "
+                     f"({f['smallest_failing_failure'] or 'failed'}, boot {f['smallest_failing_boot']})")
+    else:
+        parts.append("no value failed")
+    text = "frontier: " + "; ".join(parts)
+    if f["monotone"] is False:
+        text += " — not monotone: a smaller value failed than one that passed"
+    return text
+
+
+def render_sweep(sweep: Any, fmt: str = "table") -> str:
+    """``sweep`` (a ``ledger.sweep.Sweep``) in ``fmt`` (``ledger.render.FORMATS``)."""
+    obj = sweep.to_json()
+    if fmt == "json":
+        return json_text(obj)
+    columns = COLUMNS if fmt not in ("csv", "jsonl") else ["boot", "deploy", "value", "outcome", "passed", "failure",
+                                                          "kv_tokens", "concurrency", "contract_tokens",
+                                                          "margin_tokens", "contract", "decode_tps", "started_at"]
+    headers = {**HEADERS, "value": obj["knob"]}
+    body = rows_text(obj["rows"], columns, fmt, human=_human(obj["knob"]), headers=headers if fmt in ("table", "markdown") else None,
+                     align_right=("value", "kv_tokens", "concurrency", "contract_tokens", "margin_tokens", "decode_tps"),
+                     flexible=("deploy",), coloured=("outcome",))
+    if fmt not in ("table", "markdown"):
+        return body
+    tail = [frontier_text(obj)]
+    if obj["group_key"]:
+        tail.append(f"group: {obj['group_key']}")
+    for k, values in obj["also_varies"].items():
+        shown = ", ".join("not printed" if v is None else value_text(v, k) for v in values)
+        tail.append(f"also varies: {k} ({shown}); the rows differ by more than {obj['knob']}")
+    for why, n in obj["skipped"].items():
+        tail.append(f"left out: {n} boot{'s' if n != 1 else ''} ({why})")
+    sep = "\n\n" if fmt == "markdown" else "\n"
+    return body + "\n\n" + sep.join(tail)
