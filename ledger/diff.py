@@ -10,12 +10,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.parsers.units import format_bytes
-
 from .db.connect import Ledger
 from .queries import INTEGER_UNITS, boot_summaries, deploy_name, export_value, resolve_boot
-from .render import boot_id, dumps
-from .render.table import human, render
+from .render import boot_id
 
 
 @dataclass
@@ -40,16 +37,6 @@ class DiffResult:
         return {"a": {**self.a.__dict__, "boot": boot_id(self.a.boot)},
                 "b": {**self.b.__dict__, "boot": boot_id(self.b.boot)},
                 "shape": self.shape, "facts": self.facts, "failures": self.failures}
-
-    def rows(self) -> list[dict[str, Any]]:
-        """Every changed row, flat (csv): shape keys, then facts, then failures."""
-        out = [{"section": "shape", "name": r["key"], "unit": None, "a": r["a"], "b": r["b"], "change": None,
-                "change_pct": None} for r in self.shape]
-        out += [{"section": "fact", "name": r["name"], "unit": r["unit"], "a": r["a"], "b": r["b"],
-                 "change": r["change"], "change_pct": r["change_pct"]} for r in self.facts]
-        out += [{"section": "failures", "name": "failures", "unit": None, "a": r["a"], "b": r["b"], "change": None,
-                 "change_pct": None} for r in self.failures]
-        return out
 
 
 def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> DiffResult:
@@ -87,64 +74,3 @@ def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> Diff
         if ka != kb or show_all:
             result.failures.append({"a": ", ".join(ka) or "none", "b": ", ".join(kb) or "none"})
         return result
-
-
-def _human(value: Any, unit: str) -> str:
-    return "—" if value is None else human(value, unit)
-
-
-def _human_change(value: Any, unit: str) -> str:
-    if value is None:
-        return ""
-    sign = "+" if value > 0 else ""
-    if unit == "bytes":
-        return f"{sign}{format_bytes(value)}"
-    if isinstance(value, int):
-        return f"{sign}{value:,}"
-    return f"{sign}{value:g}"
-
-
-def render_diff(result: DiffResult, fmt: str = "table", width: int | None = None) -> str:
-    """The diff in ``fmt`` (every format of the output contract); a table is fitted to ``width``."""
-    if fmt == "json":
-        return dumps(result.to_json(), indent=2)
-    if fmt == "jsonl":
-        return dumps(result.to_json())
-    if fmt == "csv":
-        return render(result.rows(), ["section", "name", "unit", "a", "b", "change", "change_pct"], "csv")
-    a, b = result.a, result.b
-    lines = [
-        f"A: boot {a.boot}  {a.deploy}  vLLM {a.engine or '?'}  {a.outcome}  ({a.source})",
-        f"B: boot {b.boot}  {b.deploy}  vLLM {b.engine or '?'}  {b.outcome}  ({b.source})",
-        "",
-    ]
-    if fmt == "markdown":
-        lines = [f"**A** boot {a.boot} `{a.deploy}` vLLM {a.engine or '?'}, {a.outcome}  ",
-                 f"**B** boot {b.boot} `{b.deploy}` vLLM {b.engine or '?'}, {b.outcome}", ""]
-    if a.outcome != b.outcome:
-        lines += [f"outcome: {a.outcome} -> {b.outcome}", ""]
-    if result.shape:
-        rows = [{"shape": r["key"], "A": _js(r["a"]), "B": _js(r["b"])} for r in result.shape]
-        lines += [render(rows, ["shape", "A", "B"], fmt, width=width, flexible=("A", "B")), ""]
-    if result.facts:
-        rows = [{"fact": r["name"] + (f" [{r['pack']}]" if r.get("pack") else ""),
-                 "A": _human(r["a"], r["unit"]), "B": _human(r["b"], r["unit"]),
-                 "change": _human_change(r["change"], r["unit"]),
-                 "change %": "" if r["change_pct"] is None else f"{r['change_pct']:+.2f}%"}
-                for r in result.facts]
-        lines += [render(rows, ["fact", "A", "B", "change", "change %"], fmt, width=width,
-                         align_right=("A", "B", "change", "change %"), flexible=("fact", "A", "B")), ""]
-    if result.failures:
-        f = result.failures[0]
-        lines += [f"failures: {f['a']} -> {f['b']}", ""]
-    if not (result.shape or result.facts or result.failures):
-        lines.append("no differences (use --all to list every row)")
-    return "\n".join(lines).rstrip()
-
-
-def _js(v: Any) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, str):
-        return v
-    return json.dumps(v, sort_keys=True)

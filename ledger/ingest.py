@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger import parsers
 from ledger.parsers.rules import RuleSet
@@ -28,6 +28,26 @@ class FileResult:
     error: str | None = None
     long_lines: int = 0  # lines past parsers.source.MAX_LINE, read only up to it
     warnings: list[str] = field(default_factory=list)  # the reading's own (trailing garbage)
+
+
+def stored_boot(bid: int, boot: parsers.Boot, path: str) -> dict[str, Any]:
+    """What ``ledger ingest`` says of a boot it stored: id, outcome, engine, the headline figures
+    (the boot's summary of each: None when not printed), failures, where in the input."""
+    from ledger.parsers.vocabulary import FactName
+
+    def figure(*names: FactName) -> float | None:
+        for name in names:
+            found = boot.summary(name)
+            if found:
+                return found.value
+        return None
+
+    return {"boot": bid, "outcome": boot.outcome, "engine_version": boot.engine_version,
+            "kv_cache_tokens": figure(FactName.kv_cache_tokens), "max_concurrency": figure(FactName.max_concurrency),
+            "kv_memory_bytes": figure(FactName.kv_cache_reserved_bytes, FactName.available_kv_cache_bytes),
+            "model_weights_bytes": figure(FactName.model_weights_bytes),
+            "failures": [{"kind": f.kind, "phase": f.phase} for f in boot.failures],
+            "path": path, "first_line": boot.first_line, "last_line": boot.last_line}
 
 
 def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None) -> parsers.Parse | None:

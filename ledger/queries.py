@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Select, false, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from ledger.parsers.units import MAX_FIGURE, format_bytes
+from ledger.parsers.units import MAX_FIGURE
 from ledger.parsers.vocabulary import FactName, summarize
 
 from .db import models as m
@@ -243,25 +243,6 @@ def _history_rows(ledger: Ledger, s: Session, boots: list[m.Boot]) -> list[dict[
 
 def _v(fact: m.Fact | None) -> float | int | None:
     return export_value(fact.value, fact.unit) if fact is not None else None
-
-
-HISTORY_HEADERS = {"started_at": "started", "engine_version": "vllm", "kv_tokens": "kv tokens",
-                   "concurrency": "conc", "kv_memory": "kv memory", "source_path": "source"}
-
-
-def humanize_history(row: dict[str, Any]) -> dict[str, Any]:
-    """A history row for the terminal: the time to the minute (``*``: year inferred), bytes as
-    GiB, thousands separators, ``-`` for no verdict."""
-    h = dict(row)
-    started = row["started_at"]
-    h["started_at"] = (started[:16].replace("T", " ") + ("*" if row["year_inferred"] else "")) if started else "—"
-    for col in ("kv_memory", "weights"):
-        h[col] = format_bytes(row[col]) if row[col] is not None else ""
-    h["kv_tokens"] = f"{row['kv_tokens']:,}" if row["kv_tokens"] is not None else ""
-    h["concurrency"] = f"{row['concurrency']:.2f}x" if row["concurrency"] is not None else ""
-    h["verdict"] = row["verdict"] or "-"
-    h["engine_version"] = row["engine_version"] or "?"
-    return h
 
 
 # -- one boot -------------------------------------------------------------------------------------

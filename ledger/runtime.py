@@ -93,38 +93,3 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
                   {"how": {"ready": "still serving when the log ends", "failed": "never came up",
                            "incomplete": "the log ends before start-up completed"}.get(outcome, outcome)}),
     }
-
-
-def render_runtime(r: dict[str, Any]) -> str:
-    from .render.table import figures_text
-
-    def f(v: Any, fmt: str = "{:.1f}") -> str:
-        return "—" if v is None else fmt.format(v)
-
-    d = r["decode_tps"]
-    sp = r["spec_decode"]
-    up = r["uptime_seconds"]
-    lines = [
-        f"boot {r['boot']} — {r['deploy']} — {r['outcome']}",
-        f"  decode t/s     median {f(d['median'])}  p10 {f(d['p10'])}  p90 {f(d['p90'])}  max {f(d['max'])}"
-        f"  over {d['intervals_with_running_requests']} of {r['stats_intervals']} stats intervals with running "
-        f"requests (engines {', '.join(map(str, r['engines'])) or '—'})",
-        f"  KV usage       peak {f(r['peak_gpu_kv_cache_usage_pct'])}%",
-        f"  prefix hits    mean {f(r['prefix_cache_hit_rate_pct']['mean'])}%  last "
-        f"{f(r['prefix_cache_hit_rate_pct']['last'])}%",
-        f"  spec decode    {sp['reports']} reports, mean acceptance length {f(sp['mean_acceptance_length'], '{:.2f}')}, "
-        f"draft acceptance {f(sp['draft_acceptance_rate_pct'])}%",
-        f"  requests       {r['requests']['access_lines']:,} access lines, {r['requests']['request_lines']:,} request lines",
-        f"  uptime         {'—' if up is None else str(dt.timedelta(seconds=int(up)))} "
-        f"(ready {r['ready_at'] or '—'}, end {r['ended_at'] or '—'})",
-    ]
-    e = r["ended"]
-    if e["how"] == "crashed":
-        shown = figures_text(e["figures"])
-        after = e["seconds_after_ready"]
-        lines.append(f"  ended          crashed: {', '.join(e['kinds'])} from line {e['line']}"
-                     + (f", {dt.timedelta(seconds=int(after))} after ready" if after is not None else "")
-                     + (f" ({shown})" if shown else ""))
-    else:
-        lines.append(f"  ended          {e['how']}")
-    return "\n".join(lines)

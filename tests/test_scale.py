@@ -121,10 +121,11 @@ def test_history_as_a_streamed_table_is_the_table_it_was(every_fixture, cli, mon
     """``ledger history`` prints its table in two passes over the rows (widths, then chunks of
     lines) as they are read: the same table the layout of the whole list gives (``tabulate``
     over every row at once, fitted to the width), however the rows fall into chunks."""
-    import ledger.render
+    import ledger.render.formats
     from ledger.db.connect import connect
-    from ledger.queries import HISTORY_COMPACT, HISTORY_HEADERS, history, humanize_history
-    from ledger.render.table import render
+    from ledger.queries import HISTORY_COMPACT, history
+    from ledger.render.formats import render
+    from ledger.render.history import HISTORY_HEADERS, humanize_history
 
     monkeypatch.setenv("COLUMNS", "80")
     ledger_ = connect(every_fixture, mode="read")
@@ -136,8 +137,8 @@ def test_history_as_a_streamed_table_is_the_table_it_was(every_fixture, cli, mon
                    align_right=("kv_tokens", "concurrency", "kv_memory", "weights"), width=80,
                    flexible=("deploy", "engine_version", "source_path"), headers=HISTORY_HEADERS)
     assert len(rows) > 40
-    for chunk in (ledger.render.STREAM_CHUNK, 7, 1):
-        monkeypatch.setattr(ledger.render, "STREAM_CHUNK", chunk)
+    for chunk in (ledger.render.formats.STREAM_CHUNK, 7, 1):
+        monkeypatch.setattr(ledger.render.formats, "STREAM_CHUNK", chunk)
         assert cli("history").output == table + "\n"
 
 
@@ -166,7 +167,7 @@ def test_no_boots_as_json_is_an_empty_array(db, cli):
 def test_export_streamed_as_csv_is_the_table_it_was(every_fixture, cli):
     from ledger.db.connect import connect
     from ledger.queries import export
-    from ledger.render.table import render
+    from ledger.render.formats import render
 
     ledger = connect(every_fixture, mode="read")
     try:

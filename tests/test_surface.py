@@ -529,12 +529,12 @@ def test_compressed_input_is_known_by_its_magic_not_its_name(db, cli, tmp_path):
 def _bar(monkeypatch, path: str):
     import io
 
-    from ledger import cli as cli_module
+    from ledger.render.progress import Progress
 
     err, out = io.StringIO(), io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
     monkeypatch.setattr(sys, "stdout", out)
-    progress = cli_module._Progress(path)
+    progress = Progress(path)
     progress.start -= 10  # past the second it waits before showing
     return progress, err, out
 

@@ -20,9 +20,9 @@ from sqlalchemy import func, select
 from ..db import models as m
 from ..db.connect import Ledger
 from ..diff import diff as diff_boots
-from ..diff import render_diff
 from ..errors import LedgerError
 from ..queries import deploy_name, history, one_deploy, resolve_boot, show
+from ..render.diff import render_diff
 from ..runtime import runtime_report
 from ..verdicts import FAILING, view_rows
 
