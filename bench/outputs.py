@@ -156,7 +156,7 @@ def serve(o: Outputs, db: str) -> None:
     try:
         app = create_app(ledger)
         boots = boots_of(o, db)
-        paths = ["/api/deploys", "/api/deploy/1", "/api/deploy/fp8-4x262144-ready", "/api/diff",
+        paths = ["/api/check", "/api/deploys", "/api/deploy/1", "/api/deploy/fp8-4x262144-ready", "/api/diff",
                  f"/api/diff?a={boots[0]}&b={boots[-1]}", f"/api/diff?a={boots[1]}&b={boots[2]}&all=1"]
         for b in boots:
             paths += [f"/api/boot/{b}", f"/api/boot/{b}/runtime"]

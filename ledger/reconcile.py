@@ -13,6 +13,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from ledger.parsers.vocabulary import Verdict
+
 from .allocator import Geometry, allocate, budget_for_tokens
 from .db import models as m
 from .db.connect import Ledger
@@ -43,7 +45,7 @@ class Prediction:
     contract_tokens: int | None = None
     margin_tokens: int | None = None
     margin_bytes: float | None = None
-    verdict: str = "insufficient"
+    verdict: str = Verdict.insufficient
     num_blocks: int | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -59,7 +61,7 @@ def _finish(p: Prediction) -> Prediction:
         p.margin_tokens = p.tokens - p.contract_tokens
         if p.bytes_per_token:
             p.margin_bytes = p.margin_tokens * p.bytes_per_token
-        p.verdict = "ok" if p.margin_tokens >= 0 else "broken"
+        p.verdict = Verdict.ok if p.margin_tokens >= 0 else Verdict.broken
     else:
         p.notes.append("no max_num_seqs x max_model_len to check the capacity contract against")
     return p

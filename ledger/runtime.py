@@ -14,10 +14,16 @@ from typing import Any
 
 from sqlalchemy import select
 
+from ledger.parsers.vocabulary import Outcome, Phase
+
 from .db import models as m
 from .db.connect import Ledger
 from .queries import deploy_name, resolve_boot
 from .render import boot_id, iso
+
+# how a boot that did not crash at runtime ended, by its outcome
+_ENDED: dict[str, str] = {Outcome.ready: "still serving when the log ends", Outcome.failed: "never came up",
+                          Outcome.incomplete: "the log ends before start-up completed"}
 
 
 def _seconds_between(a: str | None, b: str | None) -> float | None:
@@ -62,7 +68,7 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
     engines = sorted({r[4] for r in stats if r[4] is not None})
     accept_len = [r[0] for r in spec if r[0] is not None]
     accept_rate = [r[1] for r in spec if r[1] is not None]
-    at_runtime = [f for f in failures if f.phase == "runtime"]
+    at_runtime = [f for f in failures if f.phase == Phase.runtime]
     crash = at_runtime[0] if at_runtime else None
     # the figures of the first runtime failure that printed any (an OOM behind "WorkerProc hit an exception")
     figured = next((f for f in at_runtime if json.loads(f.figures)), crash)
@@ -90,6 +96,5 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
         "ended": ({"how": "crashed", "kinds": [f.kind for f in at_runtime], "line": crash.line,
                    "logged_at": iso(crash.logged_at), "seconds_after_ready": _seconds_between(ready_at, crash.logged_at),
                    "figures": json.loads(figured.figures) if figured else {}} if crash else
-                  {"how": {"ready": "still serving when the log ends", "failed": "never came up",
-                           "incomplete": "the log ends before start-up completed"}.get(outcome, outcome)}),
+                  {"how": _ENDED.get(outcome, outcome)}),
     }

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import bindparam, text
 
 from ledger.parsers.units import format_bytes
+from ledger.parsers.vocabulary import FAILING_VERDICTS, Verdict
 
 from .db.connect import Ledger
 from .errors import LedgerError
@@ -21,7 +22,7 @@ from .errors import LedgerError
 # they are built on
 RECONCILIATION_VIEWS = ("kv_cost_per_token", "kv_reconciliation", "capacity_contract", "budget_ceilings")
 VIEWS = ("boot_figures", "boot_kv", "kv_reference", *RECONCILIATION_VIEWS)
-FAILING = {"off", "broken", "over"}
+FAILING = FAILING_VERDICTS
 
 
 def view_rows(ledger: Ledger, view: str, boot_ids: list[int] | None = None) -> list[dict[str, Any]]:
@@ -75,10 +76,10 @@ def check_lines_for_boot(ledger: Ledger, boot_id: int) -> list[dict[str, str]]:
 
 
 def kv_line(r: dict[str, Any] | None) -> CheckLine:
-    if r is None or r["verdict"] == "insufficient":
+    if r is None or r["verdict"] == Verdict.insufficient:
         why = "no KV budget with a token count" if not r or r["measured_tokens"] is None or \
             r["kv_budget_bytes"] is None else "no comparable ready boot to predict from"
-        return CheckLine("kv reconciliation", "insufficient", why)
+        return CheckLine("kv reconciliation", Verdict.insufficient, why)
     ref = "itself (the group's reference)" if r["ref_boot_id"] == r["boot_id"] else f"boot {r['ref_boot_id']}"
     return CheckLine(
         "kv reconciliation", r["verdict"],
@@ -88,8 +89,8 @@ def kv_line(r: dict[str, Any] | None) -> CheckLine:
 
 
 def capacity_line(r: dict[str, Any] | None) -> CheckLine:
-    if r is None or r["verdict"] == "insufficient":
-        return CheckLine("capacity contract", "insufficient",
+    if r is None or r["verdict"] == Verdict.insufficient:
+        return CheckLine("capacity contract", Verdict.insufficient,
                          "needs kv_cache_tokens, max_num_seqs and max_model_len")
     margin_bytes = "" if r["margin_bytes"] is None else f" ({r['margin_bytes'] / 1e6:,.1f} MB)"
     return CheckLine(
@@ -100,9 +101,9 @@ def capacity_line(r: dict[str, Any] | None) -> CheckLine:
 
 def ceiling_lines(r: dict[str, Any] | None) -> list[CheckLine]:
     if r is None:
-        return [CheckLine("vram ceiling", "insufficient", ""), CheckLine("host ceiling", "insufficient", "")]
-    if r["vram_verdict"] == "insufficient":
-        vram = CheckLine("vram ceiling", "insufficient",
+        return [CheckLine("vram ceiling", Verdict.insufficient, ""), CheckLine("host ceiling", Verdict.insufficient, "")]
+    if r["vram_verdict"] == Verdict.insufficient:
+        vram = CheckLine("vram ceiling", Verdict.insufficient,
                          "needs weights, KV pool and a card ceiling (ledger deploy set D card_ceiling_bytes=…)")
     else:
         vram = CheckLine("vram ceiling", r["vram_verdict"],
@@ -110,8 +111,8 @@ def ceiling_lines(r: dict[str, Any] | None) -> list[CheckLine]:
                          f"{format_bytes(r['kv_pool_bytes'])} = {format_bytes(r['vram_bytes'])} vs ceiling "
                          f"{format_bytes(r['card_ceiling_bytes'])} ({r['card_ceiling_source']}): margin "
                          f"{format_bytes(r['vram_margin_bytes'])}")
-    if r["host_verdict"] == "insufficient":
-        host = CheckLine("host ceiling", "insufficient",
+    if r["host_verdict"] == Verdict.insufficient:
+        host = CheckLine("host ceiling", Verdict.insufficient,
                          "needs pinned host figures and a cap (ledger deploy set D host_cap_bytes=…)")
     else:
         host = CheckLine("host ceiling", r["host_verdict"],

@@ -7,10 +7,12 @@ import os
 import sys
 from typing import IO, Any
 
+from ledger.parsers.vocabulary import Outcome, Verdict
+
 # verdicts and outcomes, coloured by what they mean
-GOOD = {"ok", "ready"}
-BAD = {"off", "broken", "over", "failed", "crashed"}
-UNSURE = {"insufficient", "incomplete"}
+GOOD = {Verdict.ok, Outcome.ready}
+BAD = {Verdict.off, Verdict.broken, Verdict.over, Outcome.failed, Outcome.crashed}
+UNSURE = {Verdict.insufficient, Outcome.incomplete}
 
 
 def width(stream: IO[str] | None = None) -> int | None:
