@@ -120,7 +120,7 @@ def format_option(default: str = "table", formats: tuple[str, ...] | None = None
 
     choices = formats or FORMATS
     return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-                        help="Output format (JSON: see the README's output contract).")
+                        help="Output format (JSON: see docs/output-contract.md).")
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -383,7 +383,7 @@ def show(boot: str, fmt: str, db: str | None) -> None:
 def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
     """Export boots (all, oldest first, or the ones named) as JSON, JSON lines or CSV facts.
 
-    The JSON objects are a stable contract, documented in the README.
+    The JSON objects are a stable contract, documented in docs/output-contract.md.
 
     \b
     Examples:
@@ -409,7 +409,7 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
 def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
     """Run one read-only SQL query on the ledger and print the result.
 
-    Tables: deploy, boot, shape, fact, failure, runtime_sample (see the README).
+    Tables: deploy, boot, shape, fact, failure, runtime_sample (see docs/guide.md, "SQL").
 
     \b
     Examples:

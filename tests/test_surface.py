@@ -1,7 +1,7 @@
 """The everyday surface (issue 13): one output contract on every command, tables that fit the
 terminal, honest filters and exit codes, fixing mistakes, and the small things users expect.
 
-The JSON contract (README, "The output contract"): a boot id is a string everywhere; a
+The JSON contract (docs/output-contract.md): a boot id is a string everywhere; a
 timestamp is ISO 8601 with ``year_inferred`` beside it; missing is null, never ""."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Grammar packs: a fork's own log lines declared in a TOML file, not in code.
 
-A pack is one TOML file (the format is a contract, documented in the README)::
+A pack is one TOML file (the format is a contract, documented in docs/guide.md)::
 
     name = "myfork"
     description = "what log this reads"

@@ -4,7 +4,7 @@
   ``formats`` is the one engine that writes rows in each (a writer per format), for a list at
   hand (``rows_text``) and for rows printed as they are read (``rows_lines``, ``rows_stream``).
 * JSON is written by ``values.dumps`` alone: always valid JSON (an inf or nan figure is ``null``).
-* The JSON contract (README, "The output contract"): a boot id is a string (``boot_id``)
+* The JSON contract (docs/output-contract.md): a boot id is a string (``boot_id``)
   everywhere, as in the export; a timestamp is ISO 8601 (``iso``) with ``year_inferred`` as a
   field of its own; what is missing is ``null``, never ``""``.
 * One module per report (``show``, ``diff``, ``runtime``, ``predict``, ``check``, ``grammar``,
