@@ -173,11 +173,13 @@ def main(db: str | None) -> None:
               help="Year of the log's MM-DD timestamps (default: a year the log prints, else the file's mtime).")
 @click.option("--grammar", "grammars", multiple=True, metavar="PACK",
               help="A grammar pack (TOML file, or the name of a bundled pack) for a fork's own lines. Repeatable.")
+@click.option("--force", is_flag=True,
+              help="Read a text that reads as prose quoting vLLM lines (a README, notes, a commit message) anyway.")
 @format_option(formats=("table", "json", "jsonl"))
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @db_option
 def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
-           repo: str | None, year: int | None, grammars: tuple[str, ...], fmt: str, as_json: bool,
+           repo: str | None, year: int | None, grammars: tuple[str, ...], force: bool, fmt: str, as_json: bool,
            db: str | None) -> None:
     """Read vLLM logs (plain, .gz, .zst, or - for stdin) into the ledger.
 
@@ -191,6 +193,7 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
       ledger ingest --repo ~/deploy fixtures/real/*.log
       ledger ingest --grammar radiance --label bf16-2slot boot.log
       ledger ingest boot.log --format json    # the stored boots as export objects
+      ledger ingest --force notes.md          # a text that quotes vLLM lines in prose
     """
     from ledger import parsers
     from ledger.parsers.packs import discover, pack_rules
@@ -204,9 +207,9 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
     # ledger opens (they are what the imports below cost)
     from .ingest import start_parse
 
-    started = start_parse(logs[0], rules, year) if logs[0] != "-" else None
+    started = start_parse(logs[0], rules, year, force) if logs[0] != "-" else None
     try:
-        _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started)
+        _ingest_all(logs, commit, image, label, repo, year, rules, fmt, db, started, force)
     finally:
         if started is not None:
             started.close()
@@ -214,7 +217,7 @@ def ingest(logs: tuple[str, ...], commit: str | None, image: str | None, label: 
 
 def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, label: str | None,
                 repo: str | None, year: int | None, rules: Any, fmt: str, db: str | None,
-                started: Any) -> None:
+                started: Any, force: bool = False) -> None:
     from .db.connect import open_writer
     from .db.writes import DeployInfo
     from .ingest import ingest_file, repo_state
@@ -248,7 +251,7 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
             shown = printable(path)  # a file name that is not UTF-8 prints (and is stored) escaped
             progress = Progress(path) if sys.stderr.isatty() else None
             say = announcer(as_json, progress)
-            result = ingest_file(writer, path, info, rules, year=year, progress=progress,
+            result = ingest_file(writer, path, info, rules, year=year, progress=progress, force=force,
                                  on_stored=_said(say) if path == "-" else None,
                                  started=started if i == 0 else None)
             if progress:

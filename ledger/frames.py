@@ -8,7 +8,7 @@ else ``~/.local/share/ledger/ledger.db``).  On the ledger the README's quick sta
     >>> wide.loc[15, ["kv_cache_tokens", "max_concurrency"]].to_dict()
     {'kv_cache_tokens': 198784.0, 'max_concurrency': 24.27}
     >>> lf.boots().outcome.value_counts().to_dict()
-    {'incomplete': 35, 'failed': 15, 'ready': 12, 'crashed': 5}
+    {'failed': 35, 'incomplete': 34, 'ready': 13, 'crashed': 8}
 
 pandas is imported here only; the CLI never imports this module.
 """

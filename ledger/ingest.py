@@ -50,18 +50,21 @@ def stored_boot(bid: int, boot: parsers.Boot, path: str) -> dict[str, Any]:
             "path": path, "first_line": boot.first_line, "last_line": boot.last_line}
 
 
-def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None) -> parsers.Parse | None:
+def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None,
+                force: bool = False) -> parsers.Parse | None:
     """Start reading ``path`` now (the parser goes on while the caller opens the ledger); None
-    when it cannot start — ``ingest_file`` then meets and reports the problem itself."""
+    when it cannot start — ``ingest_file`` then meets and reports the problem itself.
+    ``force``: read a text that reads as prose quoting vLLM lines too."""
     try:
-        return parsers.start(path, rules, year)
+        return parsers.start(path, rules, year, force=force)
     except (parsers.SourceError, OSError):
         return None
 
 
 def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | None = None,
                 year: int | None = None, on_stored: Callable[[int, parsers.Boot], None] | None = None,
-                progress: Callable[[int], None] | None = None, started: parsers.Parse | None = None) -> FileResult:
+                progress: Callable[[int], None] | None = None, started: parsers.Parse | None = None,
+                force: bool = False) -> FileResult:
     """Parse and store one input.  Each boot is written in its own transaction as soon as it is
     complete (from a stream: while the stream goes on); runtime samples are spooled, so memory
     stays flat whatever the input's size.  ``started``: the input's Parse from ``start_parse``."""
@@ -99,7 +102,7 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
 
     try:
         try:
-            parse = started or parsers.start(path, rules, year)
+            parse = started or parsers.start(path, rules, year, force=force)
         except parsers.SourceError as exc:
             result.error = str(exc)
             return result

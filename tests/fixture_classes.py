@@ -29,9 +29,11 @@ PLAIN, CONTAINER, COMPOSE, JOURNALD, RAY, QUOTED, MESSAGE_ONLY, CI, ESCAPES, OTH
     "journald", "Ray worker prefixes (nested, `ip=`)", "markdown quote / mangled markdown",
     "message-only: quote bars, notebook or bare traceback", "CI log copy without prefixes",
     "caret / octal colour escapes", "another program's logger interleaved", "terminal wrap and padding, tqdm bars")
+SERVICE_TAG, SITE_FORMAT = "a hosting service's tag (`[vllm]: `)", "a site's own log format (full date, pid)"
 
 ORDER = [V0_OLD, V0, V1_EARLY, V1_MID, V1_NEW, V1_UNKNOWN, NVIDIA, NOT_STATED, ROCM, XPU, TPU, ASCEND, TENSTORRENT,
-         PLAIN, TERMINAL, CONTAINER, COMPOSE, JOURNALD, RAY, QUOTED, MESSAGE_ONLY, CI, ESCAPES, OTHER_LOGGER]
+         PLAIN, TERMINAL, CONTAINER, COMPOSE, JOURNALD, RAY, QUOTED, MESSAGE_ONLY, CI, ESCAPES, OTHER_LOGGER,
+         SERVICE_TAG, SITE_FORMAT]
 
 # fixture -> (release range, backend, wrapper)
 CLASSES: dict[str, tuple[str, str, str]] = {
@@ -103,6 +105,26 @@ CLASSES: dict[str, tuple[str, str, str]] = {
     "224": (V0, NVIDIA, ESCAPES),
     "225": (V1_EARLY, NOT_STATED, PLAIN),
     "226": (V1_NEW, NVIDIA, RAY),
+    "401": (V1_NEW, NOT_STATED, CONTAINER),
+    "402": (V1_MID, NOT_STATED, PLAIN),
+    "403": (V1_MID, NVIDIA, CI),
+    "404": (V0_OLD, NOT_STATED, SERVICE_TAG),
+    "405": (V0_OLD, NOT_STATED, PLAIN),
+    "406": (V1_EARLY, NOT_STATED, PLAIN),
+    "407": (V0_OLD, NOT_STATED, RAY),
+    "408": (V0, ROCM, PLAIN),
+    "409": (V1_MID, NOT_STATED, RAY),
+    "410": (V1_NEW, NVIDIA, PLAIN),
+    "411": (V0_OLD, NOT_STATED, SITE_FORMAT),
+    "412": (V1_MID, NVIDIA, PLAIN),
+    "413": (V0_OLD, NVIDIA, PLAIN),
+    "414": (V1_EARLY, NOT_STATED, PLAIN),
+    "415": (V1_EARLY, NOT_STATED, PLAIN),
+    "416": (V1_EARLY, NOT_STATED, RAY),
+    "417": (V0, NOT_STATED, RAY),
+    "418": (V1_EARLY, NOT_STATED, MESSAGE_ONLY),
+    "419": (V1_MID, NVIDIA, OTHER_LOGGER),
+    "420": (V1_EARLY, NOT_STATED, OTHER_LOGGER),
 }
 
 

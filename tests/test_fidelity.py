@@ -36,16 +36,34 @@ def test_a_hand_wrapped_message_only_failure_is_read_whole_at_the_line_that_stat
     assert failure.figures["estimated_max_model_len"] == 190272  # on the third physical line
 
 
-@pytest.mark.parametrize("prefix", ["202", "203"])
+@pytest.mark.parametrize("prefix", ["202", "203", "418"])
 def test_a_bare_traceback_through_vllm_code_is_a_vllm_log(prefix):
     (boot,) = parse(real(prefix))
-    assert boot.outcome == "incomplete"
+    assert boot.facts == [] and len(boot.failures) == 1
 
 
-@pytest.mark.parametrize("prefix", ["202", "203"])
-def test_a_bare_traceback_cut_before_its_exception_yields_no_failure(prefix):
+@pytest.mark.parametrize("prefix", ["203", "418"])
+def test_a_bare_traceback_cut_before_its_exception_is_an_exception_with_class_and_message_null(prefix):
     (boot,) = parse(real(prefix))
-    assert boot.failures == [] and boot.facts == []
+    (failure,) = boot.failures
+    assert (failure.kind, failure.line, failure.figures) == ("exception", 11, {})
+
+
+def test_a_bare_start_up_traceback_cut_before_its_exception_fails_the_boot():
+    (boot,) = parse(real("203"))
+    assert (boot.outcome, boot.failures[0].phase) == ("failed", "unknown")
+
+
+def test_a_bare_traceback_through_generate_and_step_is_a_crash_at_runtime():
+    (boot,) = parse(real("418"))
+    assert (boot.outcome, boot.failures[0].phase) == ("crashed", "runtime")
+
+
+def test_ipythons_traceback_header_names_the_exceptions_class():
+    (boot,) = parse(real("202"))
+    (failure,) = boot.failures
+    assert (failure.kind, failure.line, failure.figures, boot.outcome) == (
+        "exception", 12, {"exception": "RuntimeError"}, "failed")
 
 
 @pytest.mark.parametrize("log", sorted((REAL / "sglang").glob("*.log")), ids=lambda p: p.name[:3])

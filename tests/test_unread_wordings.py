@@ -49,8 +49,6 @@ UNREAD = {
     ("049", 13): _PADDING,
     ("049", 17): _PADDING,
     ("053", 13): "gpustack's own profiling logger, not a vLLM line",
-    ("201", 14): "IPython's 'RuntimeError  Traceback (most recent call last)' names the class; the message is cut",
-    ("202", 12): "IPython's 'RuntimeError  Traceback (most recent call last)' names the class; the message is cut",
     ("209", 11): _COMPILE_PART,
     ("211", 18): "checkpoint size on disk and host RAM (the loader's prefetch inputs), not GPU memory",
     ("211", 21): "'JIT kernel warmup finished in X s': a warm-up step inside init, no vocabulary name",
@@ -65,8 +63,9 @@ UNREAD = {
     ("219", 18): _PADDING,
     ("219", 51): _COMPILE_PART,
     ("219", 53): _COMPILE_PART,
-    ("220", 24): "an HCCL (collective communication) error: no failure kind in facts.md names one",
     ("220", 40): "the worker's signal handler exiting (SystemExit) at shutdown, not a failure",
+    ("419", 11): "vllm-omni's own '[Model Loaded] … size=X MB' logging line (not vLLM's; its stage's weights)",
+    ("419", 15): "the encoder cache's budget in tokens: a multimodal knob, no vocabulary name",
 }
 
 LOGS = [p for p in sorted((ROOT / "fixtures").glob("*/*.log")) if p.parent.name != "sglang"]

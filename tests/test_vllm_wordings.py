@@ -27,6 +27,8 @@ CASES = [
      {"total_gpu_memory_bytes": round(23.69 * G), "available_kv_cache_bytes": round(3.81 * G)}),
     ("Available KV cache memory: 16.23 GiB", {"available_kv_cache_bytes": round(16.23 * G)}),
     ("Available KV cache memory: 16.2 GiB", {"available_kv_cache_bytes": round(16.2 * G)}),
+    # negative: stored as printed (fixtures/real/402, 419), the evidence of the failure that follows
+    ("Available KV cache memory: -3.86 GiB", {"available_kv_cache_bytes": round(-3.86 * G)}),
     ("Estimated CUDA graph memory: 0.73 GiB total", {"estimated_cuda_graph_bytes": round(0.73 * G)}),
     # §2.4 kv_cache_memory_bytes (0.11.1+ wording)
     ("Initial free memory 31.16 GiB, reserved 4.25 GiB memory for KV Cache as specified by kv_cache_memory_bytes "
@@ -37,6 +39,8 @@ CASES = [
     ("# CUDA blocks: 1952, # CPU blocks: 2048", {"gpu_blocks": 1952, "cpu_blocks": 2048}),
     ("# cuda blocks: 7299, # CPU blocks: 2048", {"gpu_blocks": 7299, "cpu_blocks": 2048}),
     ("# GPU blocks: 57656", {"gpu_blocks": 57656}),
+    # a paste that lost the leading "# " (markdown read it as a heading)
+    ("GPU blocks: 2285, # CPU blocks: 1024", {"gpu_blocks": 2285, "cpu_blocks": 1024}),
     ("Maximum concurrency for 20000 tokens per request: 1.56x", {"max_concurrency_tokens": 20000, "max_concurrency": 1.56}),
     ("GPU KV cache size: 425,424 tokens", {"kv_cache_tokens": 425424}),
     ("GPU + host KV cache size: 922,496 tokens, Maximum concurrency for 40,000 tokens per request: 23.06x",
@@ -50,7 +54,7 @@ CASES = [
     ("[backbone] torch.compile took 1.61 s in total", {"torch_compile_seconds": 1.61}),
     ("torch.compile and initial profiling/warmup run together took 37.21 s in total", {"torch_compile_seconds": 37.21}),
     ("CUDA graph pool memory: 0.22 GiB (actual), 0.42 GiB (estimated), difference: 0.2 GiB (91.2%).",
-     {"graph_capture_bytes": round(0.22 * G), "estimated_cuda_graph_bytes": round(0.42 * G)}),
+     {"cuda_graph_pool_bytes": round(0.22 * G), "cuda_graph_pool_estimated_bytes": round(0.42 * G)}),
     ("Free memory on device (46.99/47.37 GiB) on startup. Desired GPU memory utilization is (0.85, 40.27 GiB). "
      "Actual usage is 2.81 GiB for consumed memory (weights + non-torch), 0.57 GiB for peak activation, and 0.22 "
      "GiB for CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=39207879578` (36.52 "
@@ -58,7 +62,7 @@ CASES = [
      "memory. Current kv cache memory in use is 36.88 GiB.",
      {"initial_free_memory_bytes": round(46.99 * G), "total_gpu_memory_bytes": round(47.37 * G),
       "requested_memory_bytes": round(40.27 * G), "consumed_memory_bytes": round(2.81 * G),
-      "activation_peak_bytes": round(0.57 * G), "graph_capture_bytes": round(0.22 * G),
+      "activation_peak_bytes": round(0.57 * G), "cuda_graph_memory_bytes": round(0.22 * G),
       "kv_cache_requested_limit_bytes": 39207879578, "kv_cache_gpu_limit_bytes": 46423534080,
       "available_kv_cache_bytes": round(36.88 * G)}),
     ("Peak XPU memory after loading weights: peak=7.82 GiB, current=7.58 GiB",

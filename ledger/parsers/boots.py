@@ -37,6 +37,7 @@ from .vocabulary import (
     FACTS,
     SHAPE_DEFAULTS,
     FactName,
+    FailureKind,
     Outcome,
     Phase,
     RuntimeKind,
@@ -61,6 +62,25 @@ _HINT_WINDOW = 150  # lines: a traceback's frames sit this close to its failure 
 _MERGE_WINDOW = 3  # lines: a failure record split over adjacent lines is one failure
 _DP_ENGINE = re.compile(r"^EngineCore_(?:DP)?(\d+)$")  # a data-parallel engine core: "EngineCore_DP1", 0.8's "EngineCore_1"
 _RESTART_GAP = 600  # seconds: after a failure, new processes printing this much later are another run
+_FRAME_GAP = 5  # lines: a traceback's frames (file, source, carets) sit this close to each other
+# processes vLLM starts: a traceback they print is vLLM's, whatever code its frames are in
+_VLLM_PROCESSES = ("EngineCore", "Worker", "VllmWorker", "APIServer", "ApiServer", "RayWorker", "DPSupervisor")
+# Where one name is printed by several wordings, the one a boot keeps for a rank that printed more
+# than one (facts.md: one name, one figure; the others are the same figure printed again or a
+# part of it): rule names, first preferred; a wording not listed comes last.
+WORDING_PREFERENCE: dict[str, tuple[str, ...]] = {
+    FactName.model_load_seconds: ("model_loading", "v0_weights", "loading_weights"),
+    FactName.model_weights_bytes: ("model_loading", "v0_weights", "v0_profile_breakdown"),
+    FactName.max_model_len: ("max_model_len", "args_dict", "args_namespace", "engine_config"),
+    FactName.available_kv_cache_bytes: ("v1_available_kv", "v0_profile_breakdown", "v0_064_profile",
+                                        "free_memory_on_device"),
+    FactName.total_gpu_memory_bytes: ("v0_profile_total", "v0_064_profile", "free_memory_on_device"),
+    FactName.initial_free_memory_bytes: ("kv_reserved", "free_memory_on_device"),
+    FactName.requested_memory_bytes: ("v0_profile_total", "free_memory_on_device"),
+    FactName.activation_peak_bytes: ("v0_profile_breakdown", "free_memory_on_device"),
+    FactName.gpu_blocks: ("v0_blocks", "v1_early_blocks", "num_gpu_blocks_is"),
+    FactName.torch_compile_seconds: ("torch_compile", "torch_compile_with_warmup"),
+}
 
 Stamp = tuple[str, int | None]  # vLLM's "MM-DD HH:MM:SS" and the year a wrapper printed, if any
 
@@ -157,6 +177,14 @@ class _Work:
     seen: set[tuple[str | None, int | None]] = field(default_factory=set)  # (process, pid) of its lines
     latest: str | None = None  # its latest vLLM timestamp ("MM-DD HH:MM:SS")
     last_stats: RuntimeSample | None = None  # held back one line: V0 may add its prefix-hit line
+    wordings: dict[int, str] = field(default_factory=dict)  # id(fact) -> the rule that read it
+    last_event: int = 0  # the last line that gave an event
+    # the latest traceback (header or frames): its first line's number, text, rank, process and
+    # time, and its last line
+    tb_head: tuple[int, str, int | None, str | None, str | None] | None = None
+    tb_last: int = 0
+    tb_vllm: bool = False  # a line of it is vLLM's
+    last_alive: int = 0  # the last line that shows the engine up (a start-up-complete line, a sample)
 
 
 class BootAssembler:
@@ -204,6 +232,7 @@ class BootAssembler:
                 for boot, counts in zip(self.boots, per_boot, strict=True):
                     boot.access_lines = boot.request_lines = 0
                     _credit(boot, counts)
+                    _served(boot)
                     self._seal(boot)
                 return self.boots
         return []
@@ -235,9 +264,15 @@ class BootAssembler:
             stamp = (line.timestamp, line.year)
             work.first_ts = work.first_ts or stamp
             work.last_ts = stamp
+        if any(e.kind == Kind.failure for e in events):
+            # a generic wording ("SomethingError: …") yields to a known one on the same line
+            known = any(e.kind == Kind.failure and not cast(FailureRule, e.rule).fallback for e in events)
+            if known:
+                events = [e for e in events if not (e.kind == Kind.failure and cast(FailureRule, e.rule).fallback)]
         for ev in events:
             handler = _HANDLERS[ev.kind]
             handler(self, boot, work, ev)
+        work.last_event = line.number
         return finished
 
     def _feed_run(self, run: RuntimeRun) -> list[Boot]:
@@ -268,6 +303,7 @@ class BootAssembler:
         if out:
             self._emit(boot, out)
         self._ready(boot, work, first.line, first.timestamp, None)
+        work.last_event = work.last_alive = samples[-1].line
         return finished
 
     def _boot_for(self, number: int, offset: int | None, process: str | None, pid: int | None,
@@ -332,7 +368,9 @@ class BootAssembler:
     def _on_fact(self, boot: Boot, work: _Work, ev: Event) -> None:
         rank = ev.line.rank if ev.rule.rank_from_prefix else None
         for name, q in ev.data.items():
-            boot.facts.append(_fact(name, q, rank, ev, ev.rule.pack))
+            fact = _fact(name, q, rank, ev, ev.rule.pack)
+            work.wordings[id(fact)] = ev.rule.name
+            boot.facts.append(fact)
         if ev.rule.pack is None:  # a pack's line never splits a boot (its rule may sit on a start-up line)
             work.moved_on = True
 
@@ -351,8 +389,10 @@ class BootAssembler:
         mml = items.get("max_model_len")
         if source in (ShapeSource.args, ShapeSource.engine_config) and isinstance(mml, int) \
                 and not isinstance(mml, bool) and mml > 0:
-            boot.facts.append(Fact(FactName.max_model_len, mml, FACTS[FactName.max_model_len].unit, None,
-                                   None, ev.line.process, ev.line.number, ev.text, None, str(mml)))
+            fact = Fact(FactName.max_model_len, mml, FACTS[FactName.max_model_len].unit, None,
+                        None, ev.line.process, ev.line.number, ev.text, None, str(mml))
+            work.wordings[id(fact)] = ev.rule.name
+            boot.facts.append(fact)
 
     def _on_meta(self, boot: Boot, work: _Work, ev: Event) -> None:
         d = ev.data
@@ -380,9 +420,20 @@ class BootAssembler:
             if rule.implies_up and work.up_line is None:
                 work.up_line = ev.line.number
             self._ready(boot, work, ev.line.number, ev.line.timestamp, ev.line.year)
+        elif marker == Marker.traceback:
+            line = ev.line
+            if work.tb_head is None or line.number - work.tb_last > _FRAME_GAP \
+                    or line.message.startswith("Traceback"):
+                work.tb_head = (line.number, ev.text, line.rank, line.process, line.timestamp)
+                work.tb_vllm = False
+            work.tb_last = line.number
+            # vLLM's: a frame of vLLM's code, or a line its logger or one of its processes printed
+            work.tb_vllm = work.tb_vllm or "/vllm/" in line.message or line.level is not None \
+                or (line.process or "").startswith(_VLLM_PROCESSES)
 
     def _ready(self, boot: Boot, work: _Work, number: int, timestamp: str | None, year: int | None) -> None:
         work.moved_on = True
+        work.last_alive = max(work.last_alive, number)
         if boot.ready_line is None:
             boot.ready_line = number
             if timestamp:
@@ -458,6 +509,8 @@ class BootAssembler:
         self._flush_stats(boot, work)
         boot.last_line = max(last_line, boot.first_line)
         _fill_defaults(boot, work)
+        _one_wording(boot, work)
+        _cut_traceback(boot, work)
         _decide(boot, work)
         year = None
         for stamp in (work.first_ts, work.ready_ts, work.last_ts):
@@ -555,7 +608,11 @@ def _fill_defaults(boot: Boot, work: _Work) -> None:
 def _merge(into: Failure, other: Failure) -> None:
     for name, value in other.figures.items():
         if name == "message" and "message" in into.figures and into.figures["message"] != value:
-            into.figures["message"] = f"{into.figures['message']}: {value}"
+            old = into.figures["message"]
+            if value in old or old in value:  # two rules read one statement (one line): its longer reading
+                into.figures["message"] = max(old, value, key=len)
+            else:
+                into.figures["message"] = f"{old}: {value}"
         else:
             into.figures.setdefault(name, value)
     for name, p in other.precision.items():
@@ -581,11 +638,48 @@ def _same_report(a: Failure, b: Failure, between: bool) -> bool:
     return not between and not (ea and eb and ea.group(1) != eb.group(1))
 
 
+def _one_wording(boot: Boot, work: _Work) -> None:
+    """Per name and rank, the facts of one wording only (``WORDING_PREFERENCE``)."""
+    seen: dict[tuple[str, int | None], set[str]] = {}
+    for f in boot.facts:
+        seen.setdefault((f.name, f.rank), set()).add(work.wordings.get(id(f), ""))
+    drop: set[tuple[str, int | None, str]] = set()
+    for (name, rank), rules in seen.items():
+        if len(rules) < 2 or name not in WORDING_PREFERENCE:
+            continue
+        order = WORDING_PREFERENCE[name]
+        keep = min(rules, key=lambda r: order.index(r) if r in order else len(order))
+        drop.update((name, rank, r) for r in rules if r != keep)
+    if drop:
+        boot.facts = [f for f in boot.facts if (f.name, f.rank, work.wordings.get(id(f), "")) not in drop]
+
+
+def _cut_traceback(boot: Boot, work: _Work) -> None:
+    """facts.md "exception": a boot whose text ends in a traceback of vLLM's, with no failure
+    stated in or just before it (the excerpt cut the exception line off), failed by an exception
+    whose class and message are not in the text; its phase from the traceback's own frames."""
+    if work.tb_head is None or not work.tb_vllm or work.tb_last != work.last_event:
+        return
+    line, text, rank, process, timestamp = work.tb_head
+    if any(f.line >= line - _HINT_WINDOW for f in boot.failures):
+        return
+    frames = [h for h in work.hints if line <= h[0] <= work.tb_last]
+    startup = [h[1] for h in frames if h[1] != Phase.runtime]
+    failure = Failure(FailureKind.exception, startup[-1] if startup else None, line, text, rank, process,
+                      progress=work.progress, timestamp=timestamp)
+    failure.implies_up = not startup and bool(frames)
+    boot.failures.append(failure)
+
+
 def _decide(boot: Boot, work: _Work) -> None:
     """Outcome and failure phases, per facts.md: a phase the text tells, else the traceback's
     frames, else how far the boot had got; frames of the serving path show the engine had come
     up, so the boot crashed."""
-    failures = sorted(boot.failures, key=lambda f: f.line)
+    # an exception the engine served on after (a request's error, logged with its traceback, and
+    # stats records after it) did not end it: facts.md "exception" is one that ends a start-up or
+    # a served engine
+    failures = sorted((f for f in boot.failures if not (f.kind == FailureKind.exception and work.last_alive > f.line)),
+                      key=lambda f: f.line)
     boot.failures = failures
     hinted = {id(f): _hinted_phase(work, f) for f in failures if f.phase is None}
     for f in failures:
@@ -598,6 +692,7 @@ def _decide(boot: Boot, work: _Work) -> None:
     implied = work.up_line is not None or any(f.implies_up for f in failures)
     if not failures:
         boot.outcome = Outcome.ready if boot.ready_line is not None else Outcome.incomplete
+        _served(boot)
     elif up or implied:
         boot.outcome = Outcome.crashed
     else:
@@ -609,6 +704,13 @@ def _decide(boot: Boot, work: _Work) -> None:
             f.phase = Phase.runtime
             continue
         f.phase = hinted[id(f)] or _PHASE_AFTER[f.progress]
+
+
+def _served(boot: Boot) -> None:
+    """facts.md "ready": serving activity — a request received or answered (the counted request
+    and access lines) — makes a boot with no failure ready, even where no start-up line was read."""
+    if boot.outcome == Outcome.incomplete and not boot.failures and (boot.access_lines or boot.request_lines):
+        boot.outcome = Outcome.ready
 
 
 def _hinted_phase(work: _Work, f: Failure) -> Phase | None:

@@ -24,8 +24,8 @@ from .fast.options import DEFAULT, ScanOptions
 from .fast.runs import gather_runs, line_hits
 from .fast.scanner import Hit, scanner_for
 from .items import Counts, CountTotals, End, Header, Item, LineHit, RuntimeRun
-from .lines import VLLM_LINE_SEARCH
-from .rules import Rule, RuleSet, RuntimeSample
+from .lines import VLLM_LINE_SEARCH, Line
+from .rules import Event, Kind, Rule, RuleSet, RuntimeSample
 from .source import Source, SourceError, excerpt_header_end, looks_binary
 from .vllm import BUILTIN_RULES, vllm_own_wording
 
@@ -61,8 +61,9 @@ class Parse:
     run must be closed."""
 
     def __init__(self, source: Source, rules: RuleSet | None = None, year: int | None = None,
-                 options: ScanOptions = DEFAULT, not_after: str | None = None):
+                 options: ScanOptions = DEFAULT, not_after: str | None = None, force: bool = False):
         self.source, self.year, self.options = source, year, options
+        self.force = force  # read a file that reads as prose (``prose_error``) anyway
         self.not_after = not_after  # see BootAssembler: an inferred year stays before this time
         self.rules = rules = rules or builtin_ruleset()
         self.scanner = scanner_for(rules, options.engine)
@@ -126,7 +127,37 @@ class Parse:
     def items(self) -> Iterator[Item]:
         """The source's item stream, ``Header`` first and ``End`` last (``End`` only for a
         readable vLLM log: otherwise SourceError).  The counted lines come after ``End``, in a
-        ``CountTotals``, when ``counts_after_scan``."""
+        ``CountTotals``, when ``counts_after_scan``.
+
+        Prose is not a log: until a line shows the text is one (``log_or_quote``: a line behind
+        vLLM's prefix or header, a runtime record, a vLLM wording that is not a quotation), the
+        items are held back; a text whose every line with a vLLM wording quotes it is refused
+        at its end (``prose_error``), before any boot of it is handed on."""
+        if self.force:
+            yield from self._items()
+            return
+        held: list[Item] | None = []
+        quotes = 0
+        for item in self._items():
+            if held is None:
+                yield item
+                continue
+            if isinstance(item, LineHit) and item.events:
+                verdict = log_or_quote(item.line, item.events)
+                quotes += verdict == "quote"
+            if isinstance(item, RuntimeRun) or len(held) >= _HOLD_LIMIT \
+                    or (isinstance(item, LineHit) and item.events and verdict == "log"):
+                yield from held
+                held = None
+                yield item
+                continue
+            if isinstance(item, End) and quotes:
+                raise SourceError(prose_error(self.source.display, quotes))
+            held.append(item)
+        if held:
+            yield from held
+
+    def _items(self) -> Iterator[Item]:
         if self.child is not None:
             self.child.progress = self.progress
             hits: Iterator[Hit | RuntimeRun | Counts | End] = self._runs(self.child)
@@ -215,6 +246,46 @@ class Parse:
             self.close()
 
 
+# quotation marks that open a quote in prose ("'GPU KV cache size: …" in a commit message)
+_OPENING_QUOTES = ("'", '"', "\u201c", "\u2018")
+_HOLD_LIMIT = 4096  # items held back at most: a text this far along with vLLM lines is a log
+
+
+def _quoted_at(raw: str, at: int, message: str) -> bool:
+    """Whether the text at ``raw[at]`` is inside a quotation: between backticks on the line, after
+    an odd number of double quotes or an unclosed typographic quote, or in a line whose text
+    opens with a quotation mark."""
+    before = raw[:at]
+    return ("`" in before and "`" in raw[at:]) or before.count('"') % 2 == 1 \
+        or before.rfind("\u201c") > before.rfind("\u201d") or message[:1] in _OPENING_QUOTES
+
+
+def log_or_quote(line: Line, events: list[Event]) -> str:
+    """What a line with events tells of its text: "log" — vLLM's process prefix or header not
+    inside a quotation, a runtime record, or one of vLLM's own wordings (``vllm_own_wording``)
+    outside any quotation; "quote" — vLLM's own wordings, every one quoted (markdown's `…` in a
+    paragraph, a list item, a table cell; a commit message's "…" or '…'), as prose quotes log
+    lines; "" — neither (another program's wording, a traceback frame, a progress line)."""
+    raw = line.raw
+    if line.has_prefix:
+        lead = raw.find(line.message) if line.message else len(raw)
+        if "`" not in raw[: lead if lead >= 0 else len(raw)]:
+            return "log"  # the line opens with vLLM's prefix or header, not a quotation of one
+    own = [ev for ev in events if vllm_own_wording(ev) or ev.kind == Kind.runtime]
+    if not own:
+        return ""
+    for ev in own:
+        at = raw.find(ev.rule.anchor)
+        if at < 0 or not _quoted_at(raw, at, line.message):
+            return "log"
+    return "quote"
+
+
+def prose_error(display: str, quotes: int) -> str:
+    lines = "line" if quotes == 1 else "lines"
+    return f"{display}: reads as prose quoting {quotes} vLLM {lines}, not a log; `--force` to read it anyway"
+
+
 def written_at(path: str) -> _dt.datetime:
     """When the log was last written: the file's modification time, else now (stdin)."""
     try:
@@ -231,15 +302,16 @@ def default_year(path: str) -> int:
 
 
 def start(path: str, rules: RuleSet | None = None, year: int | None = None,
-          options: ScanOptions = DEFAULT) -> Parse:
+          options: ScanOptions = DEFAULT, force: bool = False) -> Parse:
     """Start parsing ``path`` (plain, .gz or .zst; '-' for stdin) now; ``run()`` the result.
     ``year``: the year of vLLM's MM-DD timestamps (default: the year the file was last written,
-    one earlier for a boot whose month and day would fall after that moment)."""
+    one earlier for a boot whose month and day would fall after that moment).  ``force``: read
+    a text that reads as prose quoting vLLM lines too."""
     if year:
-        return Parse(Source(path), rules, year, options)
+        return Parse(Source(path), rules, year, options, force=force)
     written = written_at(path)
     return Parse(Source(path), rules, written.year, options,
-                 not_after=written.strftime("%Y-%m-%d %H:%M:%S"))
+                 not_after=written.strftime("%Y-%m-%d %H:%M:%S"), force=force)
 
 
 def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,
@@ -250,9 +322,10 @@ def parse_source(source: Source, rules: RuleSet | None = None, default_year: int
     return Parse(source, rules, default_year, options).run(on_boot, runtime_sink, progress)
 
 
-def parse_file(path: str, rules: RuleSet | None = None, year: int | None = None) -> list[Boot]:
+def parse_file(path: str, rules: RuleSet | None = None, year: int | None = None,
+               force: bool = False) -> list[Boot]:
     """Parse one log file (plain, .gz or .zst; '-' for stdin) into boots."""
-    return start(path, rules, year).run().boots
+    return start(path, rules, year, force=force).run().boots
 
 
 def parse_text(text: str, rules: RuleSet | None = None, year: int | None = None) -> list[Boot]:

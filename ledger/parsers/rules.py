@@ -53,6 +53,7 @@ class Marker(StrEnum):
     progress_capture = "progress:capture"
     ready = "ready"
     serving = "serving"  # a line that tells requests were being served
+    traceback = "traceback"  # a traceback's header or one of its frames
 
 
 class Counter(StrEnum):
@@ -344,6 +345,9 @@ class FailureRule(Rule):
     # the kind instead when the traceback's frames show the engine had been serving (a wording
     # printed for start-up and busy-loop exceptions alike)
     runtime_kind: str | None = None
+    # read only where no other failure rule reads the line (the generic "SomethingError: …" of
+    # facts.md's "exception", which a known wording on the same line names better)
+    fallback: bool = False
     fields: Fields = field(default_factory=dict)
     extract: Extractor | None = None
 

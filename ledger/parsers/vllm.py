@@ -79,7 +79,9 @@ _FREE_MEMORY_PIECES: list[tuple[re.Pattern[str], tuple[tuple[str, FactName, str]
      (("r", FactName.requested_memory_bytes, "GiB"),)),
     (re.compile(rf"(?P<c>{DEC}) GiB for consumed memory"), (("c", FactName.consumed_memory_bytes, "GiB"),)),
     (re.compile(rf"(?P<a>{DEC}) GiB for peak activation"), (("a", FactName.activation_peak_bytes, "GiB"),)),
-    (re.compile(rf"(?P<g>{DEC}) GiB for CUDAGraph memory"), (("g", FactName.graph_capture_bytes, "GiB"),)),
+    # the graphs' memory as this line states it: its own name, so graph_capture_bytes holds only the
+    # capture line's figure (one name, one wording)
+    (re.compile(rf"(?P<g>{DEC}) GiB for CUDAGraph memory"), (("g", FactName.cuda_graph_memory_bytes, "GiB"),)),
     # the exact byte counts, not their rounded GiB
     (re.compile(r"--kv-cache-memory=(?P<n>\d+)`? \([^)]*\) to fit into requested memory"),
      (("n", FactName.kv_cache_requested_limit_bytes, ""),)),
@@ -111,9 +113,11 @@ class _FreeMemoryOnDevice(FactRule):
 
 
 FACT_RULES = [
-    # V1 0.9.1-0.13 "Available KV cache memory: %.2f GiB"; 0.14+ "%s GiB" via format_gib (ref §2.3)
+    # V1 0.9.1-0.13 "Available KV cache memory: %.2f GiB"; 0.14+ "%s GiB" via format_gib (ref §2.3).
+    # Negative when the weights and activations left nothing ("-3.86 GiB"): read as printed, the
+    # evidence of the failure that follows (facts.md)
     _fact("v1_available_kv", "Available KV cache memory: ",
-          rf"Available KV cache memory: (?P<v>{DEC}) GiB", {"v": (FactName.available_kv_cache_bytes, "GiB")}),
+          rf"Available KV cache memory: (?P<v>-?{DEC}) GiB", {"v": (FactName.available_kv_cache_bytes, "GiB")}),
     # V0 0.6.5-0.10.2, third line of the multi-line profiling record (ref §2.3):
     # "model weights take {w:.2f}GiB; non_torch_memory takes {n:.2f}GiB; PyTorch activation peak
     #  memory takes {a:.2f}GiB; the rest of the memory reserved for KV Cache is {kv:.2f}GiB."
@@ -154,9 +158,10 @@ FACT_RULES = [
           rf"Maximum concurrency for (?P<l>{NUM}) tokens per request: (?P<x>{DEC})x",
           {"l": (FactName.max_concurrency_tokens, "tokens"), "x": (FactName.max_concurrency, "x")}),
     # V0 0.2.7-0.6.6 "# GPU blocks: %d, # CPU blocks: %d"; 0.7.0-0.7.2 "# CUDA blocks"; 0.7.3+
-    # "# cuda blocks"; other platforms "# TPU blocks" etc. (ref §2.5)
+    # "# cuda blocks"; other platforms "# TPU blocks" etc. (ref §2.5).  A paste that lost the
+    # leading "# " (markdown took it for a heading) still reads "GPU blocks: N, # CPU blocks: M"
     _fact("v0_blocks", " blocks: ",
-          rf"# (?:GPU|CUDA|cuda|[A-Za-z]+) blocks: (?P<g>{NUM}), # CPU blocks: (?P<c>{NUM})",
+          rf"(?:^|# )(?:GPU|CUDA|cuda|[A-Za-z]+) blocks: (?P<g>{NUM}), # CPU blocks: (?P<c>{NUM})",
           {"g": (FactName.gpu_blocks, "blocks"), "c": (FactName.cpu_blocks, "blocks")}),
     # early V1 0.6.4-0.7.3: "# GPU blocks: %d" alone
     _fact("v1_early_blocks", "# GPU blocks: ", rf"^# GPU blocks: (?P<g>{NUM})$",
@@ -200,10 +205,11 @@ FACT_RULES = [
     _fact("cudagraph_estimate", "Estimated CUDA graph memory: ",
           rf"Estimated CUDA graph memory: (?P<b>{DEC}) GiB", {"b": (FactName.estimated_cuda_graph_bytes, "GiB")}),
     # 0.28+ (not in ref; from the line): "CUDA graph pool memory: %s GiB (actual), %s GiB (estimated),
-    # difference: %s GiB (%.1f%%)." — actual is what the graphs took; the difference is derived
+    # difference: %s GiB (%.1f%%)." — the pool's own two figures, under their own names (not the
+    # capture line's graph_capture_bytes, nor the profiler's estimate); the difference is derived
     _fact("cudagraph_pool", "CUDA graph pool memory: ",
           rf"CUDA graph pool memory: (?P<a>{DEC}) GiB \(actual\), (?P<e>{DEC}) GiB \(estimated\)",
-          {"a": (FactName.graph_capture_bytes, "GiB"), "e": (FactName.estimated_cuda_graph_bytes, "GiB")}),
+          {"a": (FactName.cuda_graph_pool_bytes, "GiB"), "e": (FactName.cuda_graph_pool_estimated_bytes, "GiB")}),
     # XPU (llm-scaler 0.14; not in ref): "Peak XPU memory after loading weights: peak=%s GiB,
     # current=%s GiB"; the single-figure form read as the peak
     _fact("load_peak_memory", "memory after loading weights: ",
@@ -344,6 +350,12 @@ MARKER_RULES = [
     _marker("ready_server", "Starting vLLM server on ", Marker.ready),  # 0.18+
     _marker("ready_uvicorn", "Uvicorn running on ", Marker.ready),
     _marker("ready_startup", "Application startup complete", Marker.ready),
+    # a traceback's lines: its header and its frames (Python's '  File "…", line N, in f'); the
+    # assembler counts those in vLLM's code or printed by a vLLM process (facts.md "exception": a
+    # start-up whose text ends in a traceback is not incomplete)
+    _marker("traceback_header", "Traceback (most recent call last)", Marker.traceback,
+            r"^Traceback \(most recent call last\):"),
+    _marker("traceback_frame", '", line ', Marker.traceback, r'^File "[^"]+", line \d+, in \S'),
 ]
 
 # Traceback frames that tell which start-up step an exception came from (innermost wins).
@@ -360,7 +372,8 @@ _HINTS = {
     Phase.runtime: ("output_handler", "generate", "step", "execute_model", "run_busy_loop"),
 }
 HINT_RULES = [
-    HintRule(name=f"frame_{func}", anchor=f", in {func}", pattern=rf", in {re.escape(func)}$", phase=phase)
+    # (a trailing "^M" is a carriage return a paste shows as text)
+    HintRule(name=f"frame_{func}", anchor=f", in {func}", pattern=rf", in {re.escape(func)}(?:\^M)?$", phase=phase)
     for phase, funcs in _HINTS.items()
     for func in funcs
 ]
@@ -421,21 +434,63 @@ def _kv_too_small(m: re.Match[str], line: Line, record: str) -> dict[str, Any] |
 
 def _message(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     msg = m.group("m").strip() if "m" in m.re.groupindex and m.group("m") else ""
+    msg = msg.removesuffix("^M").rstrip()  # a carriage return shown as text
     return {FailureFigure.message: msg} if msg else {}
 
 
 def _failure(name: str, anchor: str, kind: FailureKind, pattern: str | None = None, *,
              extract: Extractor | None = None, phase: Phase | None = None, wraps: bool = False,
-             implies_up: bool = False, runtime_kind: FailureKind | None = None) -> FailureRule:
+             implies_up: bool = False, runtime_kind: FailureKind | None = None,
+             fallback: bool = False) -> FailureRule:
     if extract is None and pattern and "(?P<m>" in pattern:
         extract = _message
     return FailureRule(name=name, anchor=anchor, pattern=pattern, failure=kind, extract=extract, phase=phase,
-                       wraps=wraps, implies_up=implies_up, runtime_kind=runtime_kind)
+                       wraps=wraps, implies_up=implies_up, runtime_kind=runtime_kind, fallback=fallback)
+
+
+# "ValueError: Free memory on device cuda:1 (19.77/22.05 GiB) on startup is less than desired GPU
+# memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used
+# by other processes." (V1's worker start-up check; not in ref: from fixtures/real/401 — an older
+# form without the device name, "on device (F/T GiB)", is read too)
+_STARTUP_MEMORY = re.compile(
+    rf"Free memory on device (?:\S+ )?\((?P<f>{DEC})/(?P<t>{DEC}) GiB\) on startup is less than desired "
+    rf"GPU memory utilization \((?P<u>{DEC}), (?P<r>{DEC}) GiB\)")
+
+
+def _startup_memory(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
+    s = _STARTUP_MEMORY.search(record)
+    if s is None:
+        return {}
+    return {FailureFigure.free_bytes: units.quantity(s.group("f"), "GiB"),
+            FailureFigure.total_capacity_bytes: units.quantity(s.group("t"), "GiB"),
+            FailureFigure.gpu_memory_utilization: float(s.group("u")),
+            FailureFigure.requested_bytes: units.quantity(s.group("r"), "GiB")}
+
+
+# an exception stated as Python prints it: "ValueError: …", "torch.OutOfMemoryError: …",
+# "vllm.v1.engine.exceptions.EngineDeadError: …" (the module path dropped from the class name)
+_EXCEPTION = r"^(?:[A-Za-z_]\w*\.)*(?P<e>[A-Z]\w*(?:Error|Exception)): (?P<m>.*)$"
+
+
+def _exception(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
+    out: dict[str, Any] = {FailureFigure.exception: m.group("e")}
+    out.update(_message(m, line, record) or {})
+    return out
+
+
+def _exception_class(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
+    return {FailureFigure.exception: m.group("e")}
+
+
+def _signal(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
+    return {FailureFigure.signal: abs(int(m.group("s")))} if "s" in m.re.groupindex and m.group("s") else {}
 
 
 FAILURE_RULES = [
     # torch: "CUDA out of memory. Tried to allocate <S>…" under torch.OutOfMemoryError,
-    # torch.cuda.OutOfMemoryError, RuntimeError, or re-raised as "Worker failed with error '…'"
+    # torch.cuda.OutOfMemoryError, RuntimeError, or re-raised as "Worker failed with error '…'"; also
+    # vLLM's own re-raise "CUDA out of memory occurred when warming up sampler with %d dummy requests.
+    # Please try lowering `max_num_seqs` or `gpu_memory_utilization` …" (V1 0.8.x; fixtures/real/415)
     _failure("oom", "CUDA out of memory", FailureKind.oom, r"CUDA out of memory", extract=_oom, wraps=True),
     # V0 worker.py 0.4.1-0.10.2: "The model's max seq len ({max_model_len}) is larger than the
     # maximum number of tokens that can be stored in KV cache ({max_seq_len})."
@@ -522,6 +577,52 @@ FAILURE_RULES = [
     # "Failed: Cuda error %s:%d '%s'"
     _failure("cuda_error", "CUDA error: ", FailureKind.cuda_error, r"CUDA error: (?P<m>.+)$"),
     _failure("cuda_error_custom_ar", "Failed: Cuda error ", FailureKind.cuda_error, r"Failed: Cuda error (?P<m>.+)$"),
+    # torch / the CUDA driver: "RuntimeError: CUDA driver error: out of memory" (no sizes)
+    _failure("oom_driver", "CUDA driver error: out of memory", FailureKind.oom),
+    # the start-up memory check (ValueError, see _STARTUP_MEMORY): the device is used by another process
+    _failure("startup_memory", "on startup is less than desired GPU memory utilization", FailureKind.startup_memory,
+             extract=_startup_memory),
+    # collective communication (torch's and the libraries' wordings, not vLLM's): "NCCL error: unhandled
+    # system error (run with NCCL_DEBUG=INFO for details)", "NCCL error in: …"; NCCL's result codes
+    # by name; the ProcessGroupNCCL watchdog ("Watchdog caught collective operation timeout", its
+    # thread's frame "c10d::ProcessGroupNCCL::ncclCommWatchdog()"); Ascend's "HCCL function error: …";
+    # gloo's "Gloo connectFullMesh failed"; the c10d store and backend errors
+    _failure("nccl_error", "NCCL error", FailureKind.comm_error,
+             r"(?P<m>NCCL error\b.*?)(?:,? Traceback \(most recent call last\):)?$"),
+    *[_failure(f"nccl_{code}", code, FailureKind.comm_error, rf"(?P<m>\b{code}\b.*)$")
+      for code in ("ncclInternalError", "ncclUnhandledCudaError", "ncclSystemError", "ncclRemoteError",
+                   "ncclInvalidUsage")],
+    _failure("nccl_watchdog", "Watchdog caught collective operation timeout", FailureKind.comm_error,
+             r"(?P<m>Watchdog caught collective operation timeout.*)$"),
+    _failure("nccl_watchdog_frame", "ProcessGroupNCCL::ncclCommWatchdog", FailureKind.comm_error),
+    _failure("hccl_error", "HCCL function error", FailureKind.comm_error, r"(?P<m>HCCL function error.*)$"),
+    _failure("gloo_error", "Gloo connectFullMesh failed", FailureKind.comm_error, r"(?P<m>Gloo connectFullMesh failed.*)$"),
+    *[_failure(f"c10d_{name}", name, FailureKind.comm_error, rf"\b{name}\b:? ?(?P<m>.*)$")
+      for name in ("DistStoreError", "DistNetworkError", "DistBackendError")],
+    # the engine stopped answering: V1 multiproc_executor's "RPC call to %s timed out." (the
+    # TimeoutError's message; not in ref: the wording of fixtures/real/409-410's threads), and any
+    # TimeoutError stated; shm_broadcast's "No available shared memory broadcast block found in 60
+    # second" is a warning and not read
+    _failure("rpc_timeout", "timed out", FailureKind.timeout, r"(?P<m>RPC call to \S+ timed out)"),
+    _failure("timeout_error", "TimeoutError", FailureKind.timeout, r"^(?:[A-Za-z_]\w*\.)*TimeoutError\b:? ?(?P<m>.*)$"),
+    # a process killed by a signal: the shell's bare "Killed" (the kernel's OOM killer, most often);
+    # 0.26+ "Worker proc %s died unexpectedly (exit code: %s), …" with SIGKILL's or SIGTERM's -9 / -15
+    _failure("shell_killed", "Killed", FailureKind.killed, r"^Killed$"),
+    _failure("worker_exit_signal", "died unexpectedly (exit code: -", FailureKind.killed,
+             r"died unexpectedly \(exit code: (?P<s>-(?:9|15))\)", extract=_signal),
+    # V0 worker_base.py logger.exception: "Error executing method %s. This might cause deadlock in
+    # distributed execution." (the exception itself follows in the traceback)
+    _failure("error_executing_method", "Error executing method ", FailureKind.exception,
+             r"^Error executing method \S+", fallback=True),
+    # IPython's (Jupyter, Colab) traceback header names the class, "RuntimeError      Traceback (most
+    # recent call last)"; its message comes at the end, which a paste often cuts
+    _failure("exception_ipython", "Traceback (most recent call last)", FailureKind.exception,
+             r"^(?:[A-Za-z_]\w*\.)*(?P<e>[A-Z]\w*(?:Error|Exception))\s+Traceback \(most recent call last\)",
+             extract=_exception_class, fallback=True),
+    # any other exception stated (facts.md "exception"): only where no other failure rule reads the line
+    _failure("exception_error", "Error: ", FailureKind.exception, _EXCEPTION, extract=_exception, fallback=True),
+    _failure("exception_exception", "Exception: ", FailureKind.exception, _EXCEPTION, extract=_exception,
+             fallback=True),
 ]
 
 # -- serving: stats intervals, spec decode, access and request lines --------------------------------
@@ -705,11 +806,15 @@ def _carry_samples(rules: list[Rule]) -> None:
     (lnav's rule for its built-in formats): a rule that stops reading its line fails at import."""
     from . import vllm_samples
 
+    if vllm_samples.DRAFTING:  # tests/rule_samples.py drafts them: it checks what it keeps itself
+        for r in rules:
+            r.samples = vllm_samples.SAMPLES.get(r.name, ())
+        return
     names = [r.name for r in rules]
     if len(set(names)) != len(names):
         raise RuntimeError("the built-in grammar: two rules share a name")
     problems = [f"rule {r.name}: no sample (tests/rule_samples.py drafts one)" for r in rules
-                if r.name not in vllm_samples.SAMPLES and not vllm_samples.DRAFTING]
+                if r.name not in vllm_samples.SAMPLES]
     problems += [f"no rule {name} for its samples" for name in vllm_samples.SAMPLES if name not in names]
     for r in rules:
         r.samples = vllm_samples.SAMPLES.get(r.name, ())
@@ -721,10 +826,14 @@ def _carry_samples(rules: list[Rule]) -> None:
 _carry_samples(BUILTIN_RULES)
 
 # Failure wordings other programs print too (torch, pydantic, the ROCm runtime, abseil's signal
-# handler): read in a vLLM log, but they do not make a file one.
+# handler, NCCL, the shell, Python's exceptions): read in a vLLM log, but they do not make a file one.
 _SHARED_WORDINGS = frozenset({
     "oom", "cuda_error", "cuda_error_custom_ar", "pydantic_validation", "pydantic_value_error",
     "worker_signal", "rocm_hw_exception",
+    # torch's, NCCL's, the shell's and Python's own: any program's log may print them
+    "oom_driver", "nccl_error", "nccl_watchdog", "nccl_watchdog_frame", "hccl_error", "gloo_error",
+    *(r.name for r in FAILURE_RULES if r.name.startswith(("nccl_ncc", "c10d_"))),
+    "timeout_error", "shell_killed", "exception_error", "exception_exception", "exception_ipython",
 })
 _OWN_RULES = frozenset(id(r) for r in BUILTIN_RULES if r.name not in _SHARED_WORDINGS)
 

@@ -120,7 +120,7 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
     ),
     'cudagraph_pool': (
         Sample('(EngineCore pid=23853) INFO 09-16 13:51:51 [gpu_worker.py:813] CUDA graph pool memory: 0.22 GiB (actual), 0.42 GiB (estimated), difference: 0.2 GiB (91.2%).',
-               {'graph_capture_bytes': 236223201, 'estimated_cuda_graph_bytes': 450971566},
+               {'cuda_graph_pool_bytes': 236223201, 'cuda_graph_pool_estimated_bytes': 450971566},
                'fixtures/real/211_v1-2026-09-newest-wording-combined-kv-line-free-memory.log:25'),
     ),
     'load_peak_memory': (
@@ -130,7 +130,7 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
     ),
     'free_memory_on_device': (
         Sample('(EngineCore pid=23853) INFO 09-16 13:51:51 [gpu_worker.py:876] Free memory on device (46.99/47.37 GiB) on startup. Desired GPU memory utilization is (0.85, 40.27 GiB). Actual usage is 2.81 GiB for consumed memory (weights + non-torch), 0.57 GiB for peak activation, and 0.22 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=39207879578` (36.52 GiB) to fit into requested memory, or `--kv-cache-memory=46423534080` (43.24 GiB) to fully utilize gpu memory. Current kv cache memory in use is 36.88 GiB.',
-               {'initial_free_memory_bytes': 50455128310, 'total_gpu_memory_bytes': 50863150203, 'requested_memory_bytes': 43239583252, 'consumed_memory_bytes': 3017214525, 'activation_peak_bytes': 612032840, 'graph_capture_bytes': 236223201, 'kv_cache_requested_limit_bytes': 39207879578, 'kv_cache_gpu_limit_bytes': 46423534080, 'available_kv_cache_bytes': 39599598469},
+               {'initial_free_memory_bytes': 50455128310, 'total_gpu_memory_bytes': 50863150203, 'requested_memory_bytes': 43239583252, 'consumed_memory_bytes': 3017214525, 'activation_peak_bytes': 612032840, 'cuda_graph_memory_bytes': 236223201, 'kv_cache_requested_limit_bytes': 39207879578, 'kv_cache_gpu_limit_bytes': 46423534080, 'available_kv_cache_bytes': 39599598469},
                'fixtures/real/211_v1-2026-09-newest-wording-combined-kv-line-free-memory.log:26'),
     ),
     'v0_profile_util': (
@@ -327,6 +327,16 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
         Sample('Application startup complete.',
                {},
                'docs/vllm-log-lines.md §2.10'),
+    ),
+    'traceback_header': (
+        Sample('ERROR 06-15 13:57:57 [core.py:517] Traceback (most recent call last):',
+               {},
+               'fixtures/real/414_v1-0.9x-dump-input-scheduler-output-enginecore-fatal-timeout.log:15'),
+    ),
+    'traceback_frame': (
+        Sample('(EngineCore pid=171) ERROR 07-16 08:23:49 [core.py:1242]   File "/usr/lib/python3.12/concurrent/futures/_base.py", line 449, in result',
+               {},
+               'fixtures/real/410_v1-0.2x-dgx-spark-gb10-rpc-sample-tokens-timeout-frames.log:15'),
     ),
     'frame_load_model': (
         Sample('(VllmWorker rank=5 pid=3073)   File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 136, in load_model',
@@ -617,6 +627,121 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
         Sample('Failed: Cuda error /workspace/csrc/custom_all_red',
                {'message': '/workspace/csrc/custom_all_red'},
                'fixtures/real/056_v1-0.9x-enginedead-requests-failed-500-custom-allreduce.log:23'),
+    ),
+    'oom_driver': (
+        Sample('(Worker_TP0 pid=118) ERROR 05-04 01:06:10 [multiproc_executor.py:597] RuntimeError: CUDA driver error: out of memory',
+               {},
+               "torch's 'CUDA driver error: out of memory' (the rule's comment; tests/test_failure_kinds.py)"),
+    ),
+    'startup_memory': (
+        Sample('[2026-02-24T20:21:58Z] (EngineCore_DP0 pid=6940) ValueError: Free memory on device cuda:1 (19.77/22.05 GiB) on startup is less than desired GPU memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.',
+               {'free_bytes': 21227875860, 'total_capacity_bytes': 23676007219, 'gpu_memory_utilization': 0.9, 'requested_bytes': 21303037788},
+               'fixtures/real/401_v1-ci-iso-timestamp-free-memory-on-device-valueerror.log:11'),
+    ),
+    'nccl_error': (
+        Sample('(VllmWorkerProcess pid=232) ERROR 08-23 08:25:25 multiproc_worker_utils.py:226] Exception in worker VllmWorkerProcess while processing method init_device: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), Traceback (most recent call last):',
+               {'message': 'NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)'},
+               'fixtures/real/405_v0-0.5.4-tp8-nccl-unhandled-system-error-in-exception-header.log:11'),
+    ),
+    'nccl_ncclInternalError': (
+        Sample('(Worker_TP1 pid=97) ERROR 05-04 01:06:10 [multiproc_executor.py:597] ncclInternalError: Internal check failed.',
+               {'message': 'ncclInternalError: Internal check failed.'},
+               "NCCL's ncclGetErrorString text after the code's name, as torch states it (the rule's comment)"),
+    ),
+    'nccl_ncclUnhandledCudaError': (
+        Sample('(Worker_TP1 pid=97) ERROR 05-04 01:06:10 [multiproc_executor.py:597] ncclUnhandledCudaError: Call to CUDA function failed.',
+               {'message': 'ncclUnhandledCudaError: Call to CUDA function failed.'},
+               "NCCL's ncclGetErrorString text after the code's name, as torch states it (the rule's comment)"),
+    ),
+    'nccl_ncclSystemError': (
+        Sample('(Worker_TP1 pid=97) ERROR 05-04 01:06:10 [multiproc_executor.py:597] ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.',
+               {'message': 'ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.'},
+               "NCCL's ncclGetErrorString text after the code's name, as torch states it (the rule's comment)"),
+    ),
+    'nccl_ncclRemoteError': (
+        Sample('(Worker_TP1 pid=97) ERROR 05-04 01:06:10 [multiproc_executor.py:597] ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.',
+               {'message': 'ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.'},
+               "NCCL's ncclGetErrorString text after the code's name, as torch states it (the rule's comment)"),
+    ),
+    'nccl_ncclInvalidUsage': (
+        Sample('(Worker_TP1 pid=97) ERROR 05-04 01:06:10 [multiproc_executor.py:597] ncclInvalidUsage: This usually reflects invalid usage of NCCL library.',
+               {'message': 'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.'},
+               "NCCL's ncclGetErrorString text after the code's name, as torch states it (the rule's comment)"),
+    ),
+    'nccl_watchdog': (
+        Sample('[rank1]:[E1101 09:14:02.512000 97 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.',
+               {'message': 'Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.'},
+               "torch's ProcessGroupNCCL watchdog line (the rule's comment; figures illustrative)"),
+    ),
+    'nccl_watchdog_frame': (
+        Sample('(RayWorkerWrapper pid=2667395) /root/project/sglang/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so(+0xe427c9) [0x7fd15b3007c9] c10d::ProcessGroupNCCL::ncclCommWatchdog()',
+               {},
+               'fixtures/real/417_v0-ray-rayworkerwrapper-nccl-watchdog-cxx-backtrace-bare-prefix.log:12'),
+    ),
+    'hccl_error': (
+        Sample('^[[1;36m(VllmWorkerProcess pid=176029)^[[0;0m ERROR 04-17 15:30:42 [multiproc_worker_utils.py:238] RuntimeError: create:torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:89 HCCL function error: HcclCommInitRootInfo(numRanks, &rootInfo, rank, &(comm->hcclComm_)), error code is 7^M',
+               {'message': 'HCCL function error: HcclCommInitRootInfo(numRanks, &rootInfo, rank, &(comm->hcclComm_)), error code is 7'},
+               'fixtures/real/220_ascend-910b-dp2-tp8-caret-escapes-hccl-error.log:24'),
+    ),
+    'gloo_error': (
+        Sample('RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error',
+               {'message': 'Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error'},
+               "gloo's 'Gloo connectFullMesh failed with [file:line] …' (the rule's comment)"),
+    ),
+    'c10d_DistStoreError': (
+        Sample('torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients joined.',
+               {'message': 'Timed out after 601 seconds waiting for clients. 1/2 clients joined.'},
+               "torch.distributed's store error (the rule's comment; figures illustrative)"),
+    ),
+    'c10d_DistNetworkError': (
+        Sample('torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).',
+               {'message': 'The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).'},
+               "torch.distributed's TCPStore error (the rule's comment)"),
+    ),
+    'c10d_DistBackendError': (
+        Sample('torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5',
+               {'message': 'NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5'},
+               "torch.distributed's backend error (the rule's comment; file and version illustrative)"),
+    ),
+    'rpc_timeout': (
+        Sample('(EngineCore_DP0 pid=32080) ERROR 03-08 17:31:28 [core.py:1102] TimeoutError: RPC call to sample_tokens timed out.',
+               {'message': 'RPC call to sample_tokens timed out'},
+               "fixtures/real/409 and 410: the exception line their issues quote (cut from the excerpts), in 409's header"),
+    ),
+    'timeout_error': (
+        Sample('(EngineCore_DP0 pid=32080) ERROR 03-08 17:31:28 [core.py:1102] TimeoutError: RPC call to sample_tokens timed out.',
+               {'message': 'RPC call to sample_tokens timed out.'},
+               "fixtures/real/409 and 410: the exception line their issues quote (cut from the excerpts), in 409's header"),
+    ),
+    'shell_killed': (
+        Sample('Killed',
+               {},
+               'fixtures/real/413_v0-0.6.3-jetson-orin-nx-gguf-gpu-blocks-then-killed.log:17'),
+    ),
+    'worker_exit_signal': (
+        Sample('(EngineCore_DP0 pid=269) ERROR 03-11 17:57:32 [multiproc_executor.py:154] Worker proc VllmWorker-1 died unexpectedly (exit code: -9), shutting down executor.',
+               {'signal': 9},
+               "docs/vllm-log-lines.md §2.11 (0.26+ 'Worker proc %s died unexpectedly (exit code: %s), shutting down executor.')"),
+    ),
+    'error_executing_method': (
+        Sample('(RayWorkerWrapper pid=5) ERROR 05-10 16:00:15 worker_base.py:464] Error executing method determine_num_available_blocks. This might cause deadlock in distributed execution.',
+               {},
+               "V0 worker_base.py's 'Error executing method %s. This might cause deadlock in distributed execution.' (the rule's comment)"),
+    ),
+    'exception_ipython': (
+        Sample('RuntimeError                              Traceback (most recent call last)',
+               {'exception': 'RuntimeError'},
+               'fixtures/real/201_v1-colab-ipython-traceback-bare-info.log:14'),
+    ),
+    'exception_error': (
+        Sample('ERROR 06-26 23:10:17 [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.',
+               {'exception': 'EngineDeadError', 'message': 'EngineCore encountered an issue. See stack trace (above) for the root cause.'},
+               'fixtures/real/056_v1-0.9x-enginedead-requests-failed-500-custom-allreduce.log:16'),
+    ),
+    'exception_exception': (
+        Sample('(APIServer pid=1) ERROR 05-04 01:09:12 [serving_chat.py:1114] starlette.exceptions.HTTPException: 400: Bad Request',
+               {'exception': 'HTTPException', 'message': '400: Bad Request'},
+               "an exception class ending in Exception as a traceback states it (Starlette's; wording illustrative)"),
     ),
     'engine_stats': (
         Sample('INFO 07-28 06:42:09 [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 240.8 tokens/s, Running: 8 reqs, Waiting: 0 reqs, GPU KV cache usage: 93.9%, Prefix cache hit rate: 0.0%',

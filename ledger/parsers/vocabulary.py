@@ -46,6 +46,9 @@ class FactName(StrEnum):
     kv_cache_gpu_limit_bytes = "kv_cache_gpu_limit_bytes"
     load_peak_memory_bytes = "load_peak_memory_bytes"
     load_end_memory_bytes = "load_end_memory_bytes"
+    cuda_graph_pool_bytes = "cuda_graph_pool_bytes"
+    cuda_graph_pool_estimated_bytes = "cuda_graph_pool_estimated_bytes"
+    cuda_graph_memory_bytes = "cuda_graph_memory_bytes"
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ _FACTS = [
     FactSpec(FactName.initial_free_memory_bytes, "bytes", "min",
              "free device memory at start-up (the init snapshot)", extension=True),
     FactSpec(FactName.estimated_cuda_graph_bytes, "bytes", "max",
-             "CUDA graph memory the profiler estimated (0.18+)", extension=True),
+             "CUDA graph memory the profiler estimated ('Estimated CUDA graph memory: X GiB total', 0.18+)",
+             extension=True),
     FactSpec(FactName.consumed_memory_bytes, "bytes", "max",
              "weights + non-torch memory after warm-up ('Actual usage is C GiB for consumed memory')",
              extension=True),
@@ -100,6 +104,12 @@ _FACTS = [
              "peak device memory allocated while the weights loaded (per rank)", extension=True),
     FactSpec(FactName.load_end_memory_bytes, "bytes", "max",
              "device memory allocated when weight loading ended (per rank)", extension=True),
+    FactSpec(FactName.cuda_graph_pool_bytes, "bytes", "max",
+             "the CUDA graph pool's memory after capture ('CUDA graph pool memory: X GiB (actual)')", extension=True),
+    FactSpec(FactName.cuda_graph_pool_estimated_bytes, "bytes", "max",
+             "the CUDA graph pool's estimate beside it ('…, Y GiB (estimated)')", extension=True),
+    FactSpec(FactName.cuda_graph_memory_bytes, "bytes", "max",
+             "CUDA graph memory in the post-warm-up suggestion ('… G GiB for CUDAGraph memory')", extension=True),
 ]
 
 FACTS: dict[str, FactSpec] = {f.name: f for f in _FACTS}
@@ -141,6 +151,11 @@ class FailureKind(StrEnum):
     worker_died = "worker_died"
     engine_dead = "engine_dead"
     cuda_error = "cuda_error"
+    startup_memory = "startup_memory"
+    comm_error = "comm_error"
+    timeout = "timeout"
+    killed = "killed"
+    exception = "exception"
 
 
 FAILURE_KINDS = tuple(FailureKind)
@@ -161,6 +176,10 @@ class FailureFigure(StrEnum):
     needed_bytes = "needed_bytes"
     available_bytes = "available_bytes"
     estimated_max_model_len = "estimated_max_model_len"
+    gpu_memory_utilization = "gpu_memory_utilization"
+    requested_bytes = "requested_bytes"
+    signal = "signal"
+    exception = "exception"
     message = "message"
 
 
@@ -178,6 +197,10 @@ FAILURE_FIGURES: dict[str, str] = {
     FailureFigure.needed_bytes: "bytes",
     FailureFigure.available_bytes: "bytes",
     FailureFigure.estimated_max_model_len: "tokens",
+    FailureFigure.gpu_memory_utilization: "fraction",
+    FailureFigure.requested_bytes: "bytes",
+    FailureFigure.signal: "signal",
+    FailureFigure.exception: "text",
     FailureFigure.message: "text",
 }
 
