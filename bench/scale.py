@@ -76,8 +76,8 @@ def inner_main(args: list[str]) -> None:
     import ledger.diff  # noqa: F401
     import ledger.queries  # noqa: F401
     import ledger.reconcile  # noqa: F401
+    import ledger.render.show  # noqa: F401
     import ledger.runtime  # noqa: F401
-    import ledger.showing  # noqa: F401
 
     t = time.perf_counter()
     code = 0

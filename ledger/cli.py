@@ -24,8 +24,6 @@ from . import __version__
 from .errors import LedgerError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-
     from .db.connect import Mode
 
 DB_HELP = "Ledger file or SQLAlchemy URL (env LEDGER_DB; default ~/.local/share/ledger/ledger.db)."
@@ -49,7 +47,9 @@ def _db(db: str | None) -> str | None:
 
 def _say_upgraded(backup: Any) -> None:
     if backup is not None:
-        click.echo(f"ledger: upgraded the schema; backup of the old ledger at {backup}", err=True)
+        from .render.ingest import upgraded
+
+        click.echo(upgraded(backup), err=True)
 
 
 @contextmanager
@@ -149,7 +149,7 @@ def format_option(default: str = "table", formats: tuple[str, ...] | None = None
 
     choices = formats or FORMATS
     return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-                        help="Output format (JSON: see the README's output contract).")
+                        help="Output format (JSON: see docs/output-contract.md).")
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -159,9 +159,9 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         return
     from ledger.parsers.fast.scanner import available_engines
 
-    engine = available_engines()[0]
-    note = "" if engine == "hyperscan" else ", no Hyperscan wheel installed"
-    click.echo(f"ledger, version {__version__} (scan engine: {engine}{note})")
+    from .render.admin import version_line
+
+    click.echo(version_line(__version__, available_engines()[0]))
     ctx.exit()
 
 
@@ -330,7 +330,9 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         commit = repo_commit
     info = DeployInfo(commit=commit, image=image, label=label, dirty=dirty, relabel=relabel)
     failed = 0
-    as_json = fmt != "table"
+    from .render.ingest import boots_as_objects
+
+    as_json = boots_as_objects(fmt)
     stored_ids: list[str] = []
     names: dict[int, str] = {}  # deploy id -> how the lines name it
     # the ingest writes with the database driver alone (no SQLAlchemy to load: ledger.db.connect)
@@ -343,11 +345,14 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         gc.freeze()
         from ledger.parsers.source import printable
 
+        from .ingest import stored_boot
+        from .render.ingest import announcer, echo_file, echo_origin_warnings
+        from .render.progress import Progress
+
         for i, path in enumerate(logs or [None]):
             if origin is not None:
                 shown = origin.source_name
-                for warning in origin.warnings:
-                    click.echo(f"warning: {shown}: {warning}", err=True)
+                echo_origin_warnings(shown, origin.warnings)
                 result = ingest_origin(writer, origin, log, info, rules, year=year,
                                        boot_time_repo=repo if at_boot_time else None)
                 progress = None
@@ -355,151 +360,56 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 assert path is not None
                 # a file name that is not UTF-8 prints (and is stored) escaped
                 shown = source_name or ("<stdin>" if path == "-" else printable(path))
-                progress = _Progress(path) if sys.stderr.isatty() else None
+                progress = Progress(path) if sys.stderr.isatty() else None
+                say = announcer(as_json, progress)
                 result = ingest_file(writer, path, info, rules, year=year, progress=progress, force=force,
                                      name=source_name,
-                                     on_stored=_streamed(shown, as_json, progress, writer, names) if path == "-"
-                                     else None,
+                                     on_stored=_said(say, shown, writer, names) if path == "-" else None,
                                      started=started if i == 0 else None,
                                      per_boot=per_boot_commit(repo, info) if repo and at_boot_time else None)
             if progress:
                 progress.done()
-            for warning in result.warnings:
-                click.echo(f"warning: {shown}: {warning}", err=True)
-            if result.long_lines:
-                click.echo(f"warning: {shown}: {result.long_lines} line{'s' if result.long_lines != 1 else ''} "
-                           f"longer than 1 MiB (not vLLM records): only their first MiB was read", err=True)
-            if result.error:
-                failed += 1
-                click.echo(f"Error: {result.error}", err=True)
-                continue
-            if not as_json:  # read once per deploy, however many inputs name it
+            if not as_json and not result.error:  # read once per deploy, however many inputs name it
                 unknown = [d for d in [*result.deploys.values(), *result.existing_deploys] if d not in names]
                 names.update(deploy_names(writer, unknown))
-            for bid, boot in result.stored:
-                stored_ids.append(str(bid))
-                if not as_json and path != "-":
-                    click.echo(_boot_line(bid, boot, shown, names.get(result.deploys.get(bid, -1)),
-                                          result.superseded.get(bid)))
-            if result.repeated and not as_json:
-                click.echo(f"{shown}: {result.repeated} boot{'s' if result.repeated != 1 else ''} identical to one "
-                           f"before in the same input (same lines, same counts): stored once")
-            if result.existing and not result.stored and not as_json:
-                where = ", ".join(names[d] for d in result.existing_deploys if d in names)
-                click.echo(f"{shown}: already in the ledger ({result.existing} boot"
-                           f"{'s' if result.existing != 1 else ''}{' in ' + where if where else ''}, "
-                           f"sha256 {result.sha256[:12]}); nothing stored")
+            stored = [] if path == "-" else [
+                stored_boot(bid, boot, shown, names.get(result.deploys.get(bid, -1)), result.superseded.get(bid))
+                for bid, boot in result.stored]
+            where = [names[d] for d in result.existing_deploys if d in names]
+            echo_file(result, shown, stored, as_json, where)
+            if result.error:
+                failed += 1
+                continue
+            stored_ids += [str(bid) for bid, _boot in result.stored]
     finally:
         writer.close()
     if as_json:
         from .queries import export
-        from .render import json_text, jsonl_text
+        from .render import echo
+        from .render.ingest import stored_text
 
         objs = []
         if stored_ids:
             with _reading(db) as ledger:
                 objs = export(ledger, stored_ids)
-        if fmt == "json":
-            click.echo(json_text(objs))
-        elif objs:
-            click.echo(jsonl_text(objs))
+        echo(stored_text(objs, fmt))
     if failed:
         raise click.exceptions.Exit(ERROR)
 
 
-class _Progress:
-    """A progress bar on a terminal (stderr; tqdm), shown once an input has taken a second:
-    the percent of the file's own bytes read (compressed bytes for .gz and .zst), or bytes and
-    rate from a pipe.  tqdm redraws at most a few times a second, and ``say`` prints a line
-    (a stored boot) above the bar, never into it."""
+def _said(say: Any, shown: str, writer: Any, names: dict[int, str]) -> Any:
+    """From stdin, each boot is said as it is stored, with its deploy: the stream may go on for
+    days."""
+    from .db.writes import boot_deploy, deploy_names
+    from .ingest import stored_boot
 
-    DELAY = 1.0  # seconds before the bar appears: most inputs are done by then
+    def said(bid: int, boot: Any) -> None:
+        deploy = boot_deploy(writer, bid)
+        if deploy is not None and deploy not in names:
+            names.update(deploy_names(writer, [deploy]))
+        say(stored_boot(bid, boot, shown, names.get(deploy) if deploy is not None else None))
 
-    def __init__(self, path: str):
-        import os
-        import time
-
-        self.path, self.start, self.bar = path, time.monotonic(), None
-        self.total = os.path.getsize(path) if path != "-" and os.path.isfile(path) else None
-
-    def __call__(self, done: int) -> None:
-        if self.bar is None:
-            import time
-
-            if time.monotonic() - self.start < self.DELAY:
-                return
-            from tqdm import tqdm  # loaded only when a bar is drawn
-
-            from ledger.parsers.source import printable
-
-            done = min(done, self.total) if self.total else done
-            self.bar = tqdm(total=self.total, initial=done, desc="<stdin>" if self.path == "-" else printable(self.path),
-                            unit="B", unit_scale=True, unit_divisor=1000, file=sys.stderr, leave=False,
-                            mininterval=0.25, dynamic_ncols=True)
-            return
-        done = min(done, self.total) if self.total else done
-        self.bar.update(done - self.bar.n)
-
-    def say(self, line: str) -> None:
-        if self.bar is None:
-            click.echo(line)
-        else:
-            self.bar.write(line, file=sys.stdout)
-
-    def done(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _streamed(path: str, as_json: bool, progress: _Progress | None, writer: Any, names: dict[int, str]):
-    """From stdin, say each boot as it is stored (above the progress bar), with its deploy:
-    the stream may go on for days."""
-    def say(bid: int, boot) -> None:
-        if not as_json:
-            from .db.writes import boot_deploy, deploy_names
-
-            deploy = boot_deploy(writer, bid)
-            if deploy is not None and deploy not in names:
-                names.update(deploy_names(writer, [deploy]))
-            line = _boot_line(bid, boot, path, names.get(deploy) if deploy is not None else None)
-            if progress is not None:
-                progress.say(line)
-            else:
-                click.echo(line)
-
-    return say
-
-
-def _boot_line(bid: int, boot, path: str, deploy: str | None = None, replaced: list[int] | None = None) -> str:
-    from ledger.parsers.units import format_bytes
-    from ledger.parsers.vocabulary import FactName
-
-    parts = [f"boot {bid}", f"{boot.outcome:<10}"]
-    parts.append(f"vLLM {boot.engine_version}" if boot.engine_version else "vLLM ?")
-    tokens = boot.summary(FactName.kv_cache_tokens)
-    if tokens:
-        parts.append(f"kv {int(tokens.value):,} tokens")
-    conc = boot.summary(FactName.max_concurrency)
-    if conc:
-        parts.append(f"{conc.value:.2f}x")
-    mem = boot.summary(FactName.kv_cache_reserved_bytes) or boot.summary(FactName.available_kv_cache_bytes)
-    if mem:
-        parts.append(f"kv memory {format_bytes(mem.value)}")
-    weights = boot.summary(FactName.model_weights_bytes)
-    if weights:
-        parts.append(f"weights {format_bytes(weights.value)}")
-    if boot.failures:
-        parts.append("failure " + ", ".join(f"{f.kind}@{f.phase}" for f in boot.failures))
-    parts.append(f"({path}:{boot.first_line}-{boot.last_line})")
-    if deploy:
-        parts.append(f"-> {deploy}")
-    if replaced:
-        # a log that grew (a container still running): the boot read again, longer
-        parts.append(f"supersedes boot {', '.join(map(str, replaced))} (the same boot, read again as it grew)")
-    from .render.terminal import width
-    from .render.wrap import wrap_parts
-
-    return wrap_parts(parts, width())
+    return said
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -545,51 +455,25 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
       ledger history --deploy qwen-fp8 --format markdown
       ledger history --columns boot,started_at,kv_tokens --format csv
     """
-    from .queries import (
-        HISTORY_COLUMNS,
-        HISTORY_COMPACT,
-        HISTORY_FLEXIBLE,
-        HISTORY_HEADERS,
-        humanize_history,
-        iter_history,
-    )
-    from .render import rows_lines
-    from .render.legend import Legend
-    from .render.terminal import echo_pieces, width
+    from .queries import HISTORY_COLUMNS, HISTORY_COMPACT, iter_history
+    from .render.history import default_columns, echo_history, no_boots, says_empty
     from .since import parse_since
 
     since_at = parse_since(since) if since else None
-    default = HISTORY_COMPACT if fmt in ("table", "markdown") and not wide else HISTORY_COLUMNS
-    cols = _pick_columns(columns, default, HISTORY_COLUMNS)
+    cols = _pick_columns(columns, default_columns(fmt, wide, HISTORY_COMPACT, HISTORY_COLUMNS), HISTORY_COLUMNS)
     with _reading(db) as ledger:
         def rows():  # read again for each pass: printed as they are read, memory flat at any size
             return iter_history(ledger, deploy, outcome, since_at, limit)
 
-        if fmt == "table":
+        if says_empty(fmt):
             first = rows()
             found = next(first, None) is not None
             first.close()
             if not found:
                 filtered = bool(deploy or outcome or since)
-                click.echo("no boots in the ledger yet (try: ledger ingest LOG)" if not filtered or _boot_count(ledger) == 0
-                           else "no boots match (the ledger has boots; loosen --deploy, --outcome or --since)", err=True)
+                click.echo(no_boots(not filtered or _boot_count(ledger) == 0), err=True)
                 return
-        legend = Legend(humanize_history)
-
-        def pieces():
-            yield from rows_lines(rows, cols, fmt, human=legend, headers=HISTORY_HEADERS,
-                                  align_right=("kv_tokens", "concurrency", "kv_memory", "weights"),
-                                  flexible=HISTORY_FLEXIBLE,
-                                  coloured=("outcome", "verdict", "kv_check", "formula_check", "contract",
-                                            "vram_check", "host_check"))
-            if fmt == "table" and legend.seen:
-                yield legend.text(width())
-
-        if fmt == "table":  # a long history is paged on a terminal, as it is read
-            echo_pieces(pieces())
-        else:
-            for text in pieces():
-                click.echo(text)
+        echo_history(rows, cols, fmt)
 
 
 def _boot_count(ledger) -> int:
@@ -613,16 +497,11 @@ def show(boot: str, fmt: str, db: str | None) -> None:
       ledger show qwen-fp8 --format json
     """
     from .queries import show as show_boot
-    from .render import document, terminal
-    from .showing import render_show
+    from .render.show import echo_show
 
     with _reading(db) as ledger:
         obj = show_boot(ledger, boot)
-    if fmt == "table":
-        terminal.echo_long(render_show(obj, width=terminal.width(), colour=terminal.colour()))
-    else:
-        click.echo(document(obj, fmt, lambda o: render_show(o, markdown=fmt == "markdown") if fmt != "csv"
-                            else "\n".join(_facts_csv([o]))))
+    echo_show(obj, fmt)
 
 
 @main.command()
@@ -633,7 +512,7 @@ def show(boot: str, fmt: str, db: str | None) -> None:
 def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
     """Export boots (all, oldest first, or the ones named) as JSON, JSON lines or CSV facts.
 
-    The JSON objects are a stable contract, documented in the README.
+    The JSON objects are a stable contract, documented in docs/output-contract.md.
 
     \b
     Examples:
@@ -642,35 +521,12 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
       ledger export --format csv > facts.csv
     """
     from .queries import iter_export
-    from .render import dumps, json_array_pieces
+    from .render import echo
+    from .render.export import export_pieces
 
     # written as they are read: memory stays flat however many boots the ledger holds
     with _reading(db) as ledger:
-        objs = iter_export(ledger, list(boots) or None)
-        if fmt == "json":
-            for piece in json_array_pieces(objs):
-                click.echo(piece)
-        elif fmt == "jsonl":
-            for o in objs:
-                click.echo(dumps(o))
-        else:
-            for text in _facts_csv(objs):
-                click.echo(text)
-
-
-def _facts_csv(objs: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """Export objects as csv, one row per fact, a boot at a time."""
-    from .render.table import render
-
-    cols = ["boot", "outcome", "commit", "image_digest", "label", "engine_version", "name", "value",
-            "unit", "precision", "rank", "process", "pack", "line", "text"]
-    yield render([], cols, "csv")
-    for o in objs:
-        rows = [{"boot": o["boot"], "outcome": o["outcome"], "commit": o["deploy"]["commit"],
-                 "image_digest": o["deploy"]["image_digest"], "label": o["deploy"]["label"],
-                 "engine_version": o["engine"]["version"], **f} for f in o["facts"]]
-        if rows:
-            yield render(rows, cols, "csv").split("\n", 1)[1]
+        echo(export_pieces(iter_export(ledger, list(boots) or None), fmt))
 
 
 @main.command()
@@ -682,7 +538,7 @@ def _facts_csv(objs: Iterable[dict[str, Any]]) -> Iterator[str]:
 def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
     """Run one read-only SQL query on the ledger and print the result.
 
-    Tables: deploy, boot, shape, fact, failure, runtime_sample (see the README).
+    Tables: deploy, boot, shape, fact, failure, runtime_sample (see docs/guide.md, "SQL").
 
     \b
     Examples:
@@ -723,12 +579,11 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
       ledger diff radiance-fp8 radiance-bf16@latest
     """
     from .diff import diff as diff_boots
-    from .diff import render_diff
-    from .render import terminal
+    from .render.diff import diff_text
 
     with _reading(db) as ledger:
         result = diff_boots(ledger, a, b, show_all)
-    click.echo(render_diff(result, fmt, width=terminal.width() if fmt == "table" else None))
+    click.echo(diff_text(result, fmt))
 
 
 @main.command()
@@ -883,27 +738,9 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
             p = predict_like(None, None, kv_bytes, tokens, max_num_seqs, max_model_len, bytes_per_token)  # type: ignore[arg-type]
     except AllocatorError as exc:
         raise LedgerError(str(exc)) from None
-    if fmt != "table":
-        from .render import document
+    from .render.predict import prediction_text
 
-        click.echo(document(p.to_json(), fmt, str))
-        return
-    from ledger.parsers.units import format_bytes
-
-    out = [f"cost         {p.bytes_per_token:,.2f} B/token ({p.cost_from})" if p.bytes_per_token else "",
-           f"budget       {p.budget_bytes:,.0f} B ({format_bytes(p.budget_bytes)})",
-           f"tokens       {p.tokens:,}" + (f" in {p.num_blocks:,} blocks" if p.num_blocks is not None else "")]
-    if p.concurrency is not None:
-        out.append(f"concurrency  {p.concurrency:.2f}x at {p.max_model_len:,} tokens per request")
-    if p.contract_tokens is not None:
-        mb = "" if p.margin_bytes is None else f" ({format_bytes(p.margin_bytes)}, {p.margin_bytes:,.0f} B)"
-        out.append(f"contract     {p.max_num_seqs} x {p.max_model_len:,} = {p.contract_tokens:,} tokens: "
-                   f"margin {p.margin_tokens:+,} tokens{mb} — {p.verdict}")
-    out += [f"note         {n}" for n in p.notes]
-    from .render.terminal import width
-    from .render.wrap import wrap_labelled
-
-    click.echo("\n".join(wrap_labelled((line for line in out if line), width())))
+    click.echo(prediction_text(p.to_json(), fmt))
 
 
 @main.command()
@@ -933,34 +770,16 @@ def check(deploys: tuple[str, ...], control: str | None, max_decode_drop: str, f
       ledger check fp8-4slot bf16-2slot --format json
       ledger check bf16-2x262144 --against fp8-4x262144 --max-decode-drop 3%
     """
-    from .reconcile import check as run_check
-    from .render import boot_id, json_text, jsonl_text, rows_text, terminal
+    from .decode import parse_percent
+    from .reconcile import check_report
+    from .render import echo
+    from .render.check import check_text
 
     with _reading(db) as ledger:
-        results = run_check(ledger, list(deploys) or None)
-        if control:
-            from .decode import add_decode_checks, parse_percent
-
-            add_decode_checks(ledger, results, control, parse_percent(max_decode_drop))
-    objs: list[dict[str, Any]] = [{"deploy": r.deploy, "boot": boot_id(r.boot), "outcome": r.outcome, "failing": r.failing,
-             "checks": [{"what": line.what, "verdict": line.verdict, "detail": line.detail or None}
-                        for line in r.lines]} for r in results]
-    if fmt == "json":
-        click.echo(json_text(objs))
-    elif fmt == "jsonl":
-        if objs:
-            click.echo(jsonl_text(objs))
-    elif fmt in ("csv", "markdown"):
-        rows = [{"deploy": o["deploy"], "boot": o["boot"], "outcome": o["outcome"], **c}
-                for o in objs for c in o["checks"]]
-        click.echo(rows_text(rows, ["deploy", "boot", "outcome", "what", "verdict", "detail"], fmt))
-    elif not results:
-        click.echo("no boots to check")
-    else:
-        from .render.checks import render_checks
-
-        click.echo(render_checks(results, terminal.width(), terminal.colour()))
-    if any(r.failing for r in results):
+        objs = check_report(ledger, list(deploys) or None, control,
+                            parse_percent(max_decode_drop) if control else None)
+    echo(check_text(objs, fmt))
+    if any(o["failing"] for o in objs):
         raise click.exceptions.Exit(FINDING)
 
 
@@ -991,12 +810,12 @@ def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) ->
       ledger deploy set fp8-3slot kv_reference_boot=12
       ledger deploy set glm-v model=zai-org/GLM-4.1V-9B-Thinking
     """
-    from .reconcile import set_deploy
-    from .render.settings import settings_text
+    from .deploys import set_deploy
+    from .render.deploys import settings_line
 
     with _writing(db) as ledger:
         name, current = set_deploy(ledger, deploy_ref, list(assignments))
-    click.echo(f"{name}: {settings_text(current)}")
+    click.echo(settings_line(name, current))
 
 
 @deploy.command("unset")
@@ -1010,12 +829,12 @@ def deploy_unset(deploy_ref: str, keys: tuple[str, ...], db: str | None) -> None
     Example:
       ledger deploy unset fp8-3slot kv_reference_boot
     """
-    from .reconcile import unset_deploy
-    from .render.settings import settings_text
+    from .deploys import unset_deploy
+    from .render.deploys import settings_line
 
     with _writing(db) as ledger:
         name, current = unset_deploy(ledger, deploy_ref, list(keys))
-    click.echo(f"{name}: {settings_text(current, 'no settings')}")
+    click.echo(settings_line(name, current))
 
 
 @deploy.command("label")
@@ -1029,11 +848,12 @@ def deploy_label(deploy_ref: str, new_label: str, db: str | None) -> None:
     Example:
       ledger deploy label f532e03 qwen32-fp8
     """
-    from .reconcile import label_deploy
+    from .deploys import label_deploy
+    from .render.deploys import label_line
 
     with _writing(db) as ledger:
         old, new = label_deploy(ledger, deploy_ref, new_label)
-    click.echo(f"{old} -> {new}")
+    click.echo(label_line(old, new))
 
 
 @deploy.command("move")
@@ -1058,7 +878,7 @@ def deploy_move(refs: tuple[str, ...], commit: str | None, image: str | None, la
       ledger deploy move 7 8 --commit 4f1c2e9 --image sha256:7923b480... --label qwen-fp8
     """
     from .db.writes import DeployInfo
-    from .reconcile import move_to_deploy
+    from .deploys import move_to_deploy
 
     by_identity = commit is not None or image is not None
     if commit is not None and not _COMMIT.match(commit):
@@ -1089,19 +909,12 @@ def deploy_list(fmt: str, db: str | None) -> None:
       ledger deploy list
       ledger deploy list --format json
     """
-    from .reconcile import list_deploys
-    from .render import rows_text
-    from .render.settings import settings_text
+    from .deploys import list_deploys
+    from .render.deploys import list_text
 
     with _reading(db) as ledger:
         rows = list_deploys(ledger)
-
-    def human(r: dict[str, Any]) -> dict[str, Any]:
-        return {**r, "settings": settings_text(r["settings"])}
-
-    cols = ["deploy", "name", "boots", "settings"] if fmt in ("table", "markdown") else \
-        ["deploy", "name", "commit", "image", "label", "boots", "settings"]
-    click.echo(rows_text(rows, cols, fmt, human=human, flexible=("name", "settings")))
+    click.echo(list_text(rows, fmt))
 
 
 @main.group()
@@ -1180,20 +993,21 @@ def rm(boots: tuple[str, ...], yes: bool, db: str | None) -> None:
       ledger rm 12
       ledger rm 12 13 --yes
     """
-    from .reconcile import describe_boots, remove_boots
+    from .deploys import describe_boots, remove_boots
+    from .render import echo
+    from .render.deploys import rm_done, rm_kept, rm_lines, rm_question
 
     with _writing(db) as ledger:
         found = describe_boots(ledger, list(boots))
-        for line in found:
-            click.echo(f"boot {line}")
+        echo(rm_lines(found))
         if not yes:
             if not sys.stdin.isatty():
                 raise LedgerError("rm: not on a terminal; give --yes to remove without asking")
-            if not click.confirm(f"remove {len(found)} boot{'s' if len(found) != 1 else ''}?", default=False):
-                click.echo("nothing removed")
+            if not click.confirm(rm_question(found), default=False):
+                click.echo(rm_kept())
                 return
         n = remove_boots(ledger, [int(b) for b in boots])
-    click.echo(f"removed {n} boot{'s' if n != 1 else ''}")
+    click.echo(rm_done(n))
 
 
 # -- runtime ----------------------------------------------------------------------------------------
@@ -1214,12 +1028,12 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
       ledger runtime 7
       ledger runtime qwen-fp8 --format json
     """
-    from .render import document
-    from .runtime import render_runtime, runtime_report
+    from .render.runtime import runtime_text
+    from .runtime import runtime_report
 
     with _reading(db) as ledger:
         report = runtime_report(ledger, boot)
-    click.echo(document(report, fmt, render_runtime))
+    click.echo(runtime_text(report, fmt))
 
 
 # -- watch --------------------------------------------------------------------------------------
@@ -1349,11 +1163,12 @@ def plot() -> None:
 def _write_chart(make, output: str, db: str | None) -> None:
     from pathlib import Path
 
+    from .render.admin import wrote
     from .serve import charts
 
     with _reading(db) as ledger:
         fig = make(ledger)
-    click.echo(f"wrote {charts.save(fig, Path(output))}")
+    click.echo(wrote(charts.save(fig, Path(output))))
 
 
 @plot.command("runtime")
@@ -1454,9 +1269,9 @@ def grammar() -> None:
 
 
 @grammar.command("list")
-@click.option("--grammar", "grammars", multiple=True, metavar="PACK", help="Also list this pack (as ingest would).")
+@click.option("--grammar", "grammars_", multiple=True, metavar="PACK", help="Also list this pack (as ingest would).")
 @format_option()
-def grammar_list(grammars: tuple[str, ...], fmt: str) -> None:
+def grammar_list(grammars_: tuple[str, ...], fmt: str) -> None:
     """The grammars in use: the built-in vLLM grammar and every pack found.
 
     Packs load from --grammar, from the folder named by $LEDGER_GRAMMARS, and from
@@ -1466,21 +1281,11 @@ def grammar_list(grammars: tuple[str, ...], fmt: str) -> None:
     Example:
       LEDGER_GRAMMARS=~/packs ledger grammar list
     """
-    from ledger.parsers.packs import BUNDLED_DIR, discover
-    from ledger.parsers.vllm import BUILTIN_RULES
+    from .grammar import bundled, grammars
+    from .render import echo
+    from .render.grammar import list_text
 
-    from .render import rows_text
-
-    rows = [{"pack": "vllm", "rules": len(BUILTIN_RULES), "from": "built-in", "path": None,
-             "description": "upstream vLLM 0.2.7-0.33"}]
-    for p in discover(grammars):
-        rows.append({"pack": p.name, "rules": len(p.rules), "from": p.origin, "path": str(p.path),
-                     "description": p.description or None})
-    click.echo(rows_text(rows, ["pack", "rules", "from", "path", "description"], fmt,
-                         flexible=("path", "description")))
-    bundled = sorted(x.stem for x in BUNDLED_DIR.glob("*.toml"))
-    if bundled and fmt in ("table", "markdown"):
-        click.echo(f"\nbundled packs (use with --grammar NAME): {', '.join(bundled)}")
+    echo(list_text(grammars(grammars_), bundled(), fmt))
 
 
 @grammar.command("check")
@@ -1504,53 +1309,11 @@ def grammar_check(pack: str, logs: tuple[str, ...], max_unclaimed: int, fmt: str
       ledger grammar check myfork.toml boot.log
       ledger grammar check radiance fixtures/radiance/*.log
     """
-    from pathlib import Path
+    from .grammar import check_pack
+    from .render import echo
+    from .render.grammar import check_text
 
-    from ledger.parsers.packs import Pack, check, load_pack, resolve
-
-    from .render import json_text, rows_text
-
-    if pack == "vllm":  # the built-in grammar alone: what does it leave unread?
-        p = Pack("vllm", "built-in", Path("(built-in)"), "built-in")
-        heading = "the built-in vLLM grammar alone (no pack)"
-    else:
-        p = load_pack(resolve(pack))
-        heading = f"pack {p.name} ({p.path}): {len(p.rules)} rules, every sample matches"
-    report = check(p, list(logs)) if logs else None
-    rules: list[dict[str, Any]] = []
-    for i, h in enumerate(report.hits if report else [], start=1):
-        log, line, values = h.first if h.first else (None, None, None)
-        rules.append({"rule": i, "anchor": h.rule.anchor, "matched": h.count,
-                      "first_match": None if log is None else {"log": log, "line": line, "values": values}})
-    unclaimed: list[dict[str, Any]] = [{"log": log, "line": number, "text": raw.rstrip("\n")} for log, number, raw in
-                 (report.unclaimed if report else [])]
-    if fmt == "json":
-        click.echo(json_text({"pack": p.name, "path": None if pack == "vllm" else str(p.path),
-                              "rules": len(p.rules), "logs": list(logs), "lines": report.lines if report else 0,
-                              "matches": rules, "unclaimed": unclaimed}))
-        return
-    if fmt in ("jsonl", "csv"):  # the unclaimed lines: what is left to write rules for
-        click.echo(rows_text(unclaimed, ["log", "line", "text"], fmt))
-        return
-    click.echo(heading)
-    if report is None:
-        return
-    click.echo(f"{report.lines} lines read from {len(logs)} log{'s' if len(logs) != 1 else ''}")
-    shown = [{"rule": r["rule"], "anchor": repr(r["anchor"]), "matched": r["matched"],
-              "first match": "" if r["first_match"] is None else
-              f"{r['first_match']['log']}:{r['first_match']['line']}  "
-              + ", ".join(f"{k}={v}" for k, v in r["first_match"]["values"].items())} for r in rules]
-    if shown:
-        click.echo("\n" + rows_text(shown, ["rule", "anchor", "matched", "first match"], fmt,
-                                    flexible=("first match", "anchor")))
-    unmatched = [r["rule"] for r in rules if r["matched"] == 0]
-    if unmatched:
-        click.echo(f"\nrules that matched nothing: {', '.join(map(str, unmatched))}")
-    click.echo(f"\nunclaimed lines with figures: {len(unclaimed)}")
-    for u in unclaimed[:max_unclaimed]:
-        click.echo(f"  {u['log']}:{u['line']}: {u['text'].strip()[:200]}")
-    if len(unclaimed) > max_unclaimed:
-        click.echo(f"  … {len(unclaimed) - max_unclaimed} more (--unclaimed N shows more)")
+    echo(check_text(check_pack(pack, list(logs)), fmt, max_unclaimed))
 
 
 @main.command("copy")
@@ -1567,24 +1330,10 @@ def copy_cmd(src: str, dst: str, fmt: str) -> None:
     Example:
       ledger copy ~/.local/share/ledger/ledger.db postgresql+psycopg://ledger@db.lan/ledger
     """
-    from .copy import copy_ledger
-    from .db.connect import connect, open_writer
+    from .copy import copy_between
+    from .render.admin import copy_text
 
-    a = connect(src, mode="read", create=False)
-    try:
-        b = open_writer(dst)
-        try:
-            result = copy_ledger(a, b)
-        finally:
-            b.close()
-    finally:
-        a.dispose()
-    from .db.location import shown_url
-    from .render import document
-
-    obj = {"src": shown_url(src), "dst": shown_url(dst), "copied": result.copied, "present": result.present}
-    click.echo(document(obj, fmt, lambda o: f"copied {o['copied']} boot{'s' if o['copied'] != 1 else ''} from "
-                        f"{o['src']} to {o['dst']}" + (f"; {o['present']} already there" if o["present"] else "")))
+    click.echo(copy_text(copy_between(src, dst), fmt))
 
 
 # -- the database ---------------------------------------------------------------------------------
@@ -1605,14 +1354,9 @@ def db_upgrade(db: str | None) -> None:
       ledger db upgrade --db ~/ledgers/rig1.db
     """
     from .db.connect import upgrade
+    from .render.admin import upgrade_text
 
-    before, after, backup = upgrade(_db(db))
-    if before == after:
-        click.echo(f"already at {after}")
-    else:
-        click.echo(f"upgraded {before or '(empty)'} -> {after}")
-    if backup:
-        click.echo(f"backup: {backup}")
+    click.echo(upgrade_text(*upgrade(_db(db))))
 
 
 @db.command("current")
@@ -1626,26 +1370,10 @@ def db_current(fmt: str, db: str | None) -> None:
       ledger db current
       ledger db current --format json
     """
-    from .db.columns import HEAD_REVISION
-    from .db.connect import connect
-    from .db.location import sqlite_file
-    from .db.migrate import current_revision
-    from .render import document
+    from .db.connect import current
+    from .render.admin import current_text
 
-    ledger = connect(_db(db), mode="read", migrate=False, create=False)
-    try:
-        rev = current_revision(ledger.engine)
-    finally:
-        ledger.dispose()
-    path = sqlite_file(ledger.url)
-    obj = {"url": ledger.shown, "path": None if path is None else str(path), "revision": rev,
-           "head": HEAD_REVISION, "at_head": rev == HEAD_REVISION}
-
-    def human(o: dict[str, Any]) -> str:
-        status = "head" if o["at_head"] else f"head is {o['head']}"
-        return f"{o['url']}\n{o['revision'] or '(no schema)'} ({status})"
-
-    click.echo(document(obj, fmt, human))
+    click.echo(current_text(current(_db(db)), fmt))
 
 
 @db.command("datasette")

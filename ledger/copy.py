@@ -109,3 +109,22 @@ def _write_boot(dst: Writer, deploy: m.Deploy, boot_cols: dict[str, Any], shape:
         copy_samples(dst, cur, copied, samples)
         dst.insert_many(cur, "boot_origin", ["boot_id", "key", "value"], [(copied, k, v) for k, v in origin])
         return copied
+
+
+def copy_between(src: str, dst: str) -> dict[str, Any]:
+    """``ledger copy SRC DST``: every boot of the ledger ``src`` into ``dst`` (created and
+    migrated if new); the contract object (both locations as printable URLs, boots copied and
+    already there)."""
+    from .db.connect import connect, open_writer
+    from .db.location import shown_url
+
+    a = connect(src, mode="read", create=False)
+    try:
+        b = open_writer(dst)
+        try:
+            result = copy_ledger(a, b)
+        finally:
+            b.close()
+    finally:
+        a.dispose()
+    return {"src": shown_url(src), "dst": shown_url(dst), "copied": result.copied, "present": result.present}

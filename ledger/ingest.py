@@ -36,6 +36,29 @@ class FileResult:
     superseded: dict[int, list[int]] = field(default_factory=dict)  # stored boot -> the shorter versions it replaced
 
 
+def stored_boot(bid: int, boot: parsers.Boot, path: str, deploy: str | None = None,
+                supersedes: list[int] | None = None) -> dict[str, Any]:
+    """What ``ledger ingest`` says of a boot it stored: id, outcome, engine, the headline figures
+    (the boot's summary of each: None when not printed), failures, where in the input, the
+    deploy it went to (``deploy:N (name)``) and the shorter versions of it it replaced."""
+    from ledger.parsers.vocabulary import FactName
+
+    def figure(*names: FactName) -> float | None:
+        for name in names:
+            found = boot.summary(name)
+            if found:
+                return found.value
+        return None
+
+    return {"boot": bid, "outcome": boot.outcome, "engine_version": boot.engine_version,
+            "kv_cache_tokens": figure(FactName.kv_cache_tokens), "max_concurrency": figure(FactName.max_concurrency),
+            "kv_memory_bytes": figure(FactName.kv_cache_reserved_bytes, FactName.available_kv_cache_bytes),
+            "model_weights_bytes": figure(FactName.model_weights_bytes),
+            "failures": [{"kind": f.kind, "phase": f.phase} for f in boot.failures],
+            "path": path, "first_line": boot.first_line, "last_line": boot.last_line,
+            "deploy": deploy, "supersedes": list(supersedes or [])}
+
+
 def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None,
                 force: bool = False, name: str | None = None) -> parsers.Parse | None:
     """Start reading ``path`` now (the parser goes on while the caller opens the ledger); None

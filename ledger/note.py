@@ -23,9 +23,9 @@ from .db import models as m
 from .db.connect import Ledger
 from .decode import DEFAULT_MAX_DROP_PCT, compare_decode, decode_figure
 from .derived import boot_derived
+from .kvformula import check_lines_for_boot
 from .queries import boot_summaries, deploy_name, export_value, resolve_side
 from .render import boot_id, iso
-from .verdicts import check_lines_for_boot
 
 # shape keys a note names for each side even when they did not change (the capacity contract's
 # terms and what makes boots comparable)

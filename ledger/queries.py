@@ -1,6 +1,7 @@
 """Reading the ledger back: boot references, history rows, one boot's evidence, the export.
 
-The export objects are a contract (documented in the README): scripts rely on their keys.
+The export objects are a contract (documented in docs/output-contract.md): scripts rely on their
+keys.  ``ledger serve``'s pages read through here too.
 """
 
 from __future__ import annotations
@@ -13,15 +14,16 @@ from typing import Any
 from sqlalchemy import Select, false, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from ledger.parsers.units import MAX_FIGURE, format_bytes
-from ledger.parsers.vocabulary import FactName, summarize
+from ledger.parsers.units import MAX_FIGURE
+from ledger.parsers.vocabulary import FactName, Verdict, summarize
 
 from .db import models as m
 from .db.connect import Ledger
 from .errors import LedgerError, shown
 from .kvformula import check_lines_for_boot, formula_verdicts
 from .render import boot_id, iso
-from .verdicts import verdicts
+from .settings import typed_settings
+from .verdicts import FAILING, verdicts, view_rows
 
 INTEGER_UNITS = {"bytes", "tokens", "blocks", "slots"}  # counted, so exported (and diffed) as integers
 
@@ -246,14 +248,15 @@ HISTORY_COMPACT = ["boot", "started_at", "deploy", "engine_version", "outcome", 
                    "verdict"]
 # how a failing verdict outranks a passing one, a passing one a reference (the group's KV
 # reference: predicted from itself, so no test), and that no verdict at all
-_VERDICT_RANK = {"broken": 4, "over": 3, "off": 2, "ok": 1, "reference": 0.5, "insufficient": 0, "unsupported": 0}
+_VERDICT_RANK: dict[str, float] = {Verdict.broken: 4, Verdict.over: 3, Verdict.off: 2, Verdict.ok: 1,
+                                   Verdict.reference: 0.5, Verdict.insufficient: 0, Verdict.unsupported: 0}
 
 
 def overall_verdict(checks: dict[str, str]) -> str | None:
     """A boot's verdicts as one word: the worst of them (``off`` over ``ok``, ``ok`` over
     ``reference``; None when no view had enough figures)."""
     worst = max(checks.values(), key=lambda v: _VERDICT_RANK.get(v, 0), default=None)
-    return None if worst in (None, "insufficient", "unsupported") else worst
+    return None if worst in (None, Verdict.insufficient, Verdict.unsupported) else worst
 
 
 CHUNK = 100  # boots read (and their facts and verdicts looked up) at a time while streaming
@@ -333,28 +336,6 @@ def _history_rows(ledger: Ledger, s: Session, boots: list[m.Boot]) -> list[dict[
 
 def _v(fact: m.Fact | None) -> float | int | None:
     return export_value(fact.value, fact.unit) if fact is not None else None
-
-
-# the table's columns that give up width on a narrow terminal, least identifying first (each to
-# its minimum: a source path, the start time's year, a version's dev/commit tail, then the deploy)
-HISTORY_FLEXIBLE = {"source_path": 12, "started_at": 12, "engine_version": 9, "deploy": 10}
-HISTORY_HEADERS = {"started_at": "started", "engine_version": "vllm", "kv_tokens": "kv tokens",
-                   "concurrency": "conc", "kv_memory": "kv memory", "source_path": "source"}
-
-
-def humanize_history(row: dict[str, Any]) -> dict[str, Any]:
-    """A history row for the terminal: the time to the minute (``*``: year inferred), bytes as
-    GiB, thousands separators, ``-`` for no verdict."""
-    h = dict(row)
-    started = row["started_at"]
-    h["started_at"] = (started[:16].replace("T", " ") + ("*" if row["year_inferred"] else "")) if started else "—"
-    for col in ("kv_memory", "weights"):
-        h[col] = format_bytes(row[col]) if row[col] is not None else ""
-    h["kv_tokens"] = f"{row['kv_tokens']:,}" if row["kv_tokens"] is not None else ""
-    h["concurrency"] = f"{row['concurrency']:.2f}x" if row["concurrency"] is not None else ""
-    h["verdict"] = row["verdict"] or "-"
-    h["engine_version"] = row["engine_version"] or "?"
-    return h
 
 
 # -- one boot -------------------------------------------------------------------------------------
@@ -460,3 +441,126 @@ def boot_count(ledger: Ledger) -> int:
     """How many boots the ledger holds (to tell "nothing matches" from "nothing stored")."""
     with ledger.Session() as s:
         return s.execute(select(func.count()).select_from(m.Boot)).scalar_one()
+
+
+# -- ledger serve's pages -----------------------------------------------------------------------
+
+
+def deploy_obj(d: m.Deploy) -> dict[str, Any]:
+    """A deploy as ``ledger serve``'s pages give it."""
+    return {"id": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image_digest": d.image_digest,
+            "label": d.label, "dirty": d.dirty}
+
+
+def _failing_first(row: dict[str, Any]) -> int:
+    return 0 if any(v in FAILING for v in row["verdicts"].values()) else 1
+
+
+def deploy_overview(ledger: Ledger) -> list[dict[str, Any]]:
+    """Every deploy: its latest boot (a ``history`` row), the latest boot's verdicts, how many
+    boots, when last seen.  Deploys with an off, broken or over verdict first, then the most
+    recently seen.  (``ledger serve``'s front page.)"""
+    with ledger.Session() as s:
+        deps = list(s.execute(select(m.Deploy).order_by(m.Deploy.id)).scalars())
+        latest = {}
+        for d in deps:  # each deploy's newest boot: a walk of its index (newest_first)
+            b = latest_boot(s, d.id)
+            if b is not None:
+                latest[d.id] = (b.id, b.started_at)
+        counts = dict(s.execute(select(m.Boot.deploy_id, func.count()).group_by(m.Boot.deploy_id)).all())
+        by_id = {d.id: deploy_obj(d) for d in deps}
+    ids = [bid for bid, _ in latest.values()]
+    rows_by_boot = {int(r["boot"]): r for r in history(ledger, boot_ids=ids)} if ids else {}
+    # the history rows carry the KV and capacity verdicts; the ceilings' view is cheap (the KV
+    # reconciliation view is the costly one: it is evaluated once, by history)
+    ceilings = {r["boot_id"]: r for r in view_rows(ledger, "budget_ceilings", ids)} if ids else {}
+    out = []
+    for did, (bid, started) in latest.items():
+        row, ceiling = rows_by_boot[bid], ceilings.get(bid, {})
+        out.append({"deploy": by_id[did], "boots": counts.get(did, 0), "last_seen": started,
+                    "latest": row, "verdicts": {"kv": row["kv_check"], "formula": row["formula_check"],
+                                                "capacity": row["contract"],
+                                                "vram": ceiling.get("vram_verdict"),
+                                                "host": ceiling.get("host_verdict")}})
+    live = watched(ledger)
+    for r in out:
+        r["watched"] = live["deploys"].get(r["deploy"]["id"], [])
+    out.sort(key=lambda r: r["last_seen"] or "", reverse=True)
+    out.sort(key=_failing_first)  # stable: failing first, each group newest first
+    return out
+
+
+def deploy_detail(ledger: Ledger, ref: str) -> dict[str, Any]:
+    """A deploy (``ref``: its id first, as the pages link it), its settings and its boots
+    (``history`` rows, newest first) with the figures the deploy chart draws."""
+    with ledger.Session() as s:
+        d = one_deploy(s, ref, by_id=True)
+        obj = deploy_obj(d)
+        settings = typed_settings({r.key: r.value for r in s.execute(
+            select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id)).scalars()})
+        ids = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == d.id)).scalars())
+    rows = history(ledger, boot_ids=ids) if ids else []
+    return {"deploy": obj, "settings": settings, "boots": rows, "figures": boot_figures(ledger, ids)}
+
+
+# what a deploy's boots are charted by beyond their history row's figures
+EXTRA_FACTS = {"graph_memory": "graph_capture_bytes"}
+
+
+def boot_figures(ledger: Ledger, boot_ids: list[int]) -> dict[str, dict[str, Any]]:
+    """Per boot (keyed by its id as the output contract writes it: a string), the charted
+    figures its history row lacks (the facts.md summary of each), null where not printed."""
+    with ledger.Session() as s:
+        sums = boot_summaries(s, boot_ids)
+    out: dict[str, dict[str, Any]] = {}
+    for bid in boot_ids:
+        facts = sums.get(bid, {})
+        out[str(bid)] = {col: export_value(facts[name].value, facts[name].unit) if name in facts else None
+                         for col, name in EXTRA_FACTS.items()}
+    return out
+
+
+def boot_neighbours(ledger: Ledger, boot: int) -> dict[str, Any]:
+    """What a boot's page shows beside ``show``'s object: its deploy's id and name, when it
+    was ready and last logged, and the deploy's other boots, newest first (the diff links)."""
+    with ledger.Session() as s:
+        b = s.get(m.Boot, boot)
+        if b is None:
+            raise LedgerError(f"{boot}: no boot or deploy by that id, commit, digest or label")
+        others = [o.id for o in newest_first(s, select(m.Boot).where(m.Boot.deploy_id == b.deploy_id,
+                                                                      m.Boot.id != boot))]
+        return {"deploy": {"id": b.deploy_id, "name": deploy_name(b.deploy)}, "ready_at": b.ready_at,
+                "ended_at": b.ended_at, "other_boots": others}
+
+
+def watched(ledger: Ledger) -> dict[str, dict[int, Any]]:
+    """What ``ledger watch`` is reading now (its ``watch`` rows: not stopped, touched within
+    ``STALE_S``): per deploy id, the sources watched into it; per boot id still running, its
+    watch (source, host, since)."""
+    import datetime as dt
+
+    from .db.watching import STALE_S
+
+    fresh = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=STALE_S)).isoformat(timespec="seconds")
+    W = m.Watch
+    with ledger.Session() as s:
+        rows = s.execute(select(W).where(W.stopped_at.is_(None), W.seen_at >= fresh)).scalars().all()
+        out: dict[str, dict[int, Any]] = {"deploys": {}, "boots": {}}
+        for w in rows:
+            if w.deploy_id is not None:
+                out["deploys"].setdefault(w.deploy_id, []).append(w.source)
+            if w.live_boot_id is not None:
+                out["boots"][w.live_boot_id] = {"source": w.source, "host": w.host, "since": w.started_at,
+                                                "seen_at": w.seen_at}
+    return out
+
+
+DIFF_CHOICES = 200  # the newest boots the diff page offers to pick from (any other is typed in)
+
+
+def diff_choices(ledger: Ledger, limit: int = DIFF_CHOICES) -> list[dict[str, Any]]:
+    """Boots to pick from on the diff page: id, deploy, start, outcome (the ``limit`` newest)."""
+    with ledger.Session() as s:
+        q = select(m.Boot).options(selectinload(m.Boot.deploy))
+        return [{"boot": b.id, "started": b.started_at, "outcome": b.outcome, "deploy": deploy_name(b.deploy)}
+                for b in newest_first(s, q, limit)]

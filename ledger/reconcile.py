@@ -1,5 +1,5 @@
-"""Predictions against measurements: ``ledger predict``, ``ledger check`` and the per-deploy
-settings they use (card ceiling, host cap, pinned reference boot).
+"""Predictions against measurements: ``ledger predict`` and ``ledger check`` (the per-deploy
+settings they use are ``ledger.deploys``').
 
 The arithmetic over stored boots lives in SQL views, read by ``ledger.verdicts``; this module
 adds the what-if arithmetic of ``predict`` (a cost per token from a measured boot, or the exact
@@ -13,22 +13,15 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ledger.parsers.units import UnitError, human_bytes
+from ledger.parsers.vocabulary import Verdict
 
 from .allocator import Geometry, allocate, budget_for_tokens
 from .db import models as m
 from .db.connect import Ledger
-from .db.writes import (
-    DeployInfo,
-    delete_boots,
-    delete_deploy_settings,
-    move_boots,
-    put_deploy_settings,
-    set_deploy_label,
-)
-from .errors import LedgerError, shown
+from .errors import LedgerError
 from .kvformula import kv_lines
-from .queries import as_id, deploy_name, deploys_named, latest_boot, one_deploy, resolve_boot
+from .queries import deploy_name, deploys_named, latest_boot, resolve_boot
+from .render.values import boot_id
 from .verdicts import (
     FAILING,
     CheckLine,
@@ -36,172 +29,6 @@ from .verdicts import (
     ceiling_lines,
     view_rows,
 )
-
-SETTINGS = {
-    "card_ceiling_bytes": "bytes",  # weights + KV pool must fit under it (per GPU)
-    "host_cap_bytes": "bytes",  # pinned host memory must fit under it
-    "kv_reference_boot": "boot",  # predict this deploy's KV tokens from that boot's cost per token
-    "model": "text",  # the model a deploy boots, for logs that print none (the formula's geometry)
-}
-
-
-# -- deploy settings ------------------------------------------------------------------------------
-
-
-def parse_setting(key: str, value: str) -> str:
-    kind = SETTINGS.get(key)
-    if kind is None:
-        raise LedgerError(f"{key}: unknown setting (known: {', '.join(SETTINGS)})")
-    if kind == "bytes":
-        try:
-            return str(human_bytes(value))
-        except UnitError:
-            raise LedgerError(f"{key}={value}: not a byte count (e.g. 29120MiB, 31.3e9, 30,534,533,120)") from None
-    if kind == "text":
-        if not value.strip() or len(value.strip()) > 400:
-            raise LedgerError(f"{key}={shown(value)}: expected a model name (as vLLM prints it, up to 400 characters)")
-        return value.strip()
-    if not (value.strip().isascii() and value.strip().isdigit()):
-        raise LedgerError(f"{key}={shown(value)}: expected a boot id")
-    if as_id(value) is None:  # past any id a database holds
-        raise LedgerError(f"kv_reference_boot={shown(value)}: no such boot")
-    return value.strip()
-
-
-def typed_settings(stored: dict[str, str]) -> dict[str, int | str]:
-    """Settings as the numbers they are (the table keeps text: a setting of a newer ledger that
-    this one does not know stays as stored)."""
-    return {k: int(v) if SETTINGS.get(k) in ("bytes", "boot") and v.strip().lstrip("-").isdigit() else v
-            for k, v in sorted(stored.items())}
-
-
-def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, dict[str, int | str]]:
-    """Record ``KEY=VALUE`` settings for one deploy (through the ledger's ``Writer``); its name
-    and every setting it has now."""
-    pairs = []
-    for a in assignments:
-        key, sep, value = a.partition("=")
-        if not sep:
-            raise LedgerError(f"{a}: expected KEY=VALUE")
-        pairs.append((key.strip(), parse_setting(key.strip(), value)))
-    d_id, name = _one_deploy(ledger, ref)
-    for key, value in pairs:
-        if key == "kv_reference_boot":
-            _same_group(ledger, d_id, name, int(value))
-    with ledger.writer() as writer:
-        current = put_deploy_settings(writer, d_id, pairs)
-    return name, typed_settings(current)
-
-
-def _one_deploy(ledger: Ledger, ref: str) -> tuple[int, str]:
-    """The id and name of the one deploy ``ref`` names."""
-    with ledger.Session() as s:
-        d = one_deploy(s, ref)
-        return d.id, deploy_name(d)
-
-
-def _same_group(ledger: Ledger, deploy: int, name: str, ref_boot: int) -> None:
-    """A reference boot predicts a deploy's tokens only from its own group (model, KV dtype,
-    TP, block size, engine release): refuse one of another group, showing both keys.  A key
-    that is not known (figures missing) is not refused: the view then says 'insufficient'."""
-    with ledger.Session() as s:
-        latest = latest_boot(s, deploy)
-    if latest is None:
-        return
-    keys = {r["boot_id"]: r["group_key"] for r in view_rows(ledger, "boot_kv", [latest.id, ref_boot])}
-    mine, theirs = keys.get(latest.id), keys.get(ref_boot)
-    if mine and theirs and mine != theirs:
-        raise LedgerError(f"kv_reference_boot={ref_boot}: boot {ref_boot} is of another group "
-                          f"({theirs}) than {name} ({mine}); its cost per token does not predict this deploy")
-
-
-def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[str, int | str]]:
-    """Remove settings from one deploy; its name and the settings it keeps."""
-    for key in keys:
-        if key not in SETTINGS:
-            raise LedgerError(f"{key}: unknown setting (known: {', '.join(SETTINGS)})")
-    d_id, name = _one_deploy(ledger, ref)
-    with ledger.Session() as s:
-        have = set(s.execute(select(m.DeploySetting.key).where(m.DeploySetting.deploy_id == d_id)).scalars())
-    unset = [k for k in dict.fromkeys(keys) if k not in have]
-    if unset:
-        raise LedgerError(f"{name}: {', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set "
-                          f"({'its settings: ' + ', '.join(sorted(have)) if have else 'it has no settings'}); "
-                          f"nothing removed")
-    with ledger.writer() as writer:
-        current = delete_deploy_settings(writer, d_id, keys)
-    return name, typed_settings(current)
-
-
-def label_deploy(ledger: Ledger, ref: str, label: str) -> tuple[str, str]:
-    """Give one deploy a new label; its name before and after."""
-    label = label.strip()
-    if not label:
-        raise LedgerError("a label cannot be empty")
-    d_id, before = _one_deploy(ledger, ref)
-    with ledger.writer() as writer:
-        set_deploy_label(writer, d_id, label)
-    with ledger.Session() as s:
-        after = deploy_name(s.get(m.Deploy, d_id))
-    return before, after
-
-
-def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: DeployInfo | None) -> dict[str, Any]:
-    """``ledger deploy move``: boots (ids) to the deploy ``target`` names, or to the deploy
-    of ``info``'s identity (created if there is none).  The report: the boots, the deploy
-    they now belong to and the deploys they left (by name)."""
-    bad = [r for r in refs if not r.strip().isdigit()]
-    if bad:
-        raise LedgerError(f"{bad[0]}: ledger deploy move takes boot ids (as ledger history shows them)")
-    if (target is None) == (info is None):
-        raise LedgerError("give the deploy to move to: DEPLOY, or --commit/--image (and --label) of a deploy")
-    dest: int | DeployInfo
-    if target is not None:
-        dest, _ = _one_deploy(ledger, target)
-    else:
-        assert info is not None
-        dest = info
-    with ledger.writer() as writer:
-        deploy, came_from = move_boots(writer, [int(r) for r in refs], dest)
-    with ledger.Session() as s:
-        names = {d: f"deploy:{d} ({deploy_name(s.get(m.Deploy, d)).strip('()')})" for d in {deploy, *came_from}}
-    return {"boots": sorted(int(r) for r in set(refs)), "deploy": names[deploy],
-            "from": [{"deploy": names[d], "boots": b} for d, b in sorted(came_from.items())]}
-
-
-def describe_boots(ledger: Ledger, refs: list[str]) -> list[str]:
-    """A line per boot id in ``refs`` (id, outcome, source), for ``ledger rm`` to show what
-    it removes; an unknown id or a ref that is not an id is an error."""
-    bad = [r for r in refs if not (r.strip().isascii() and r.strip().isdigit())]
-    if bad:
-        raise LedgerError(f"{shown(bad[0])}: ledger rm takes boot ids (as ledger history shows them)")
-    out = []
-    with ledger.Session() as s:
-        for ref in refs:
-            number = as_id(ref)
-            b = None if number is None else s.get(m.Boot, number)
-            if b is None:
-                raise LedgerError(f"{shown(ref)}: no boot by that id; nothing removed")
-            out.append(f"{b.id}  {b.outcome}  {deploy_name(b.deploy)}  {b.source_path}:{b.first_line}-{b.last_line}")
-    return out
-
-
-def remove_boots(ledger: Ledger, ids: list[int]) -> int:
-    with ledger.writer() as writer:
-        return delete_boots(writer, ids)
-
-
-def list_deploys(ledger: Ledger) -> list[dict[str, Any]]:
-    with ledger.Session() as s:
-        rows = []
-        for d in s.execute(select(m.Deploy).order_by(m.Deploy.id)).scalars():
-            settings = {r.key: r.value for r in s.execute(select(m.DeploySetting)
-                                                             .where(m.DeploySetting.deploy_id == d.id)).scalars()}
-            boots = [b.id for b in d.boots]
-            rows.append({"deploy": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image": d.image_digest,
-                         "label": d.label, "boots": len(boots), "settings": typed_settings(settings)})
-        return rows
-
 
 # -- predict ----------------------------------------------------------------------------------------
 
@@ -218,7 +45,7 @@ class Prediction:
     contract_tokens: int | None = None
     margin_tokens: int | None = None
     margin_bytes: float | None = None
-    verdict: str = "insufficient"
+    verdict: str = Verdict.insufficient
     num_blocks: int | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -234,7 +61,7 @@ def _finish(p: Prediction) -> Prediction:
         p.margin_tokens = p.tokens - p.contract_tokens
         if p.bytes_per_token:
             p.margin_bytes = p.margin_tokens * p.bytes_per_token
-        p.verdict = "ok" if p.margin_tokens >= 0 else "broken"
+        p.verdict = Verdict.ok if p.margin_tokens >= 0 else Verdict.broken
     else:
         p.notes.append("no max_num_seqs x max_model_len to check the capacity contract against")
     return p
@@ -319,6 +146,12 @@ class DeployCheck:
     def failing(self) -> bool:
         return any(line.verdict in FAILING for line in self.lines)
 
+    def to_json(self) -> dict[str, Any]:
+        """The output contract's object (``ledger check --format json``, ``/api/check``)."""
+        return {"deploy": self.deploy, "boot": boot_id(self.boot), "outcome": self.outcome, "failing": self.failing,
+                "checks": [{"what": line.what, "verdict": line.verdict, "detail": line.detail or None}
+                           for line in self.lines]}
+
 
 def check(ledger: Ledger, refs: list[str] | None = None) -> list[DeployCheck]:
     """Every view for the deploys' latest boots (all deploys when none are named)."""
@@ -344,3 +177,13 @@ def check(ledger: Ledger, refs: list[str] | None = None) -> list[DeployCheck]:
     return results
 
 
+def check_report(ledger: Ledger, refs: list[str] | None = None, control: str | None = None,
+                 max_decode_drop_pct: float | None = None) -> list[dict[str, Any]]:
+    """``check``'s contract objects (``ledger check --format json``, ``/api/check``); with a
+    ``control`` deploy, each deploy's decode against it (``ledger check --against``)."""
+    results = check(ledger, refs)
+    if control:
+        from .decode import add_decode_checks
+
+        add_decode_checks(ledger, results, control, 3.0 if max_decode_drop_pct is None else max_decode_drop_pct)
+    return [r.to_json() for r in results]

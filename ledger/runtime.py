@@ -14,10 +14,16 @@ from typing import Any
 
 from sqlalchemy import select
 
+from ledger.parsers.vocabulary import Outcome, Phase
+
 from .db import models as m
 from .db.connect import Ledger
 from .queries import deploy_name, resolve_boot
 from .render import boot_id, iso
+
+# how a boot that did not crash at runtime ended, by its outcome
+_ENDED: dict[str, str] = {Outcome.ready: "still serving when the log ends", Outcome.failed: "never came up",
+                          Outcome.incomplete: "the log ends before start-up completed"}
 
 
 def _seconds_between(a: str | None, b: str | None) -> float | None:
@@ -62,7 +68,7 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
     engines = sorted({r[4] for r in stats if r[4] is not None})
     accept_len = [r[0] for r in spec if r[0] is not None]
     accept_rate = [r[1] for r in spec if r[1] is not None]
-    at_runtime = [f for f in failures if f.phase == "runtime"]
+    at_runtime = [f for f in failures if f.phase == Phase.runtime]
     crash = at_runtime[0] if at_runtime else None
     # the figures of the first runtime failure that printed any (an OOM behind "WorkerProc hit an exception")
     figured = next((f for f in at_runtime if json.loads(f.figures)), crash)
@@ -90,53 +96,5 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
         "ended": ({"how": "crashed", "kinds": [f.kind for f in at_runtime], "line": crash.line,
                    "logged_at": iso(crash.logged_at), "seconds_after_ready": _seconds_between(ready_at, crash.logged_at),
                    "figures": json.loads(figured.figures) if figured else {}} if crash else
-                  {"how": {"ready": "still serving when the log ends", "failed": "never came up",
-                           "incomplete": "the log ends before start-up completed"}.get(outcome, outcome)}),
+                  {"how": _ENDED.get(outcome, outcome)}),
     }
-
-
-def render_runtime(r: dict[str, Any]) -> str:
-    from .render.table import figures_text
-
-    def f(v: Any, fmt: str = "{:.1f}") -> str:
-        return "—" if v is None else fmt.format(v)
-
-    d = r["decode_tps"]
-    sp = r["spec_decode"]
-    up = r["uptime_seconds"]
-    lines = [f"boot {r['boot']} — {r['deploy']} — {r['outcome']}"]
-    if r["stats_intervals"]:
-        lines += [
-            f"  decode t/s     median {f(d['median'])}  p10 {f(d['p10'])}  p90 {f(d['p90'])}  max {f(d['max'])}"
-            f"  over {d['intervals_with_running_requests']} of {r['stats_intervals']} stats intervals with running "
-            f"requests (engines {', '.join(map(str, r['engines'])) or '—'})",
-            f"  KV usage       peak {f(r['peak_gpu_kv_cache_usage_pct'])}%",
-            f"  prefix hits    mean {f(r['prefix_cache_hit_rate_pct']['mean'])}%  last "
-            f"{f(r['prefix_cache_hit_rate_pct']['last'])}%",
-        ]
-    else:  # a boot-only log: nothing to take a median of
-        lines.append("  stats          no stats intervals in this log (decode, KV usage and prefix hits are "
-                     "read from them)")
-    if sp["reports"]:
-        lines.append(f"  spec decode    {sp['reports']} reports, mean acceptance length "
-                     f"{f(sp['mean_acceptance_length'], '{:.2f}')}, draft acceptance {f(sp['draft_acceptance_rate_pct'])}%")
-    else:
-        lines.append("  spec decode    no spec-decode reports in this log")
-    lines += [
-        f"  requests       {r['requests']['access_lines']:,} access lines, {r['requests']['request_lines']:,} request lines",
-        f"  uptime         {'—' if up is None else str(dt.timedelta(seconds=int(up)))} "
-        f"(ready {r['ready_at'] or '—'}, end {r['ended_at'] or '—'})",
-    ]
-    e = r["ended"]
-    if e["how"] == "crashed":
-        shown = figures_text(e["figures"])
-        after = e["seconds_after_ready"]
-        lines.append(f"  ended          crashed: {', '.join(e['kinds'])} from line {e['line']}"
-                     + (f", {dt.timedelta(seconds=int(after))} after ready" if after is not None else "")
-                     + (f" ({shown})" if shown else ""))
-    else:
-        lines.append(f"  ended          {e['how']}")
-    from .render.terminal import width
-    from .render.wrap import wrap_labelled
-
-    return "\n".join(wrap_labelled(lines, width()))

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import bindparam, text
 
 from ledger.parsers.units import format_bytes
+from ledger.parsers.vocabulary import FAILING_VERDICTS, Verdict
 
 from .db.connect import Ledger
 from .errors import LedgerError
@@ -22,7 +23,7 @@ from .errors import LedgerError
 RECONCILIATION_VIEWS = ("kv_cost_per_token", "kv_reconciliation", "capacity_contract", "budget_ceilings",
                         "kv_formula")  # kv_formula: ledger.kvformula
 VIEWS = ("boot_figures", "boot_kv", "kv_reference", *RECONCILIATION_VIEWS)
-FAILING = {"off", "broken", "over", "slower"}  # slower: decode dropped beyond the bound (check --against)
+FAILING = FAILING_VERDICTS  # slower: decode dropped beyond the bound (check --against)
 
 
 def view_rows(ledger: Ledger, view: str, boot_ids: list[int] | None = None) -> list[dict[str, Any]]:
@@ -65,24 +66,14 @@ def _pct(x: float | None) -> str:
     return "" if x is None else f"{x * 100:+.3f}%"
 
 
-def check_lines_for_boot(ledger: Ledger, boot_id: int) -> list[dict[str, str]]:
-    """The verdicts of one boot, as ``ledger show`` prints them."""
-    rec = view_rows(ledger, "kv_reconciliation", [boot_id])
-    cap = view_rows(ledger, "capacity_contract", [boot_id])
-    ceil = view_rows(ledger, "budget_ceilings", [boot_id])
-    lines = [kv_line(rec[0] if rec else None), capacity_line(cap[0] if cap else None),
-             *ceiling_lines(ceil[0] if ceil else None)]
-    return [line.__dict__ for line in lines]
-
-
 def kv_line(r: dict[str, Any] | None) -> CheckLine:
-    if r is None or r["verdict"] == "insufficient":
+    if r is None or r["verdict"] == Verdict.insufficient:
         why = "no KV budget with a token count" if not r or r["measured_tokens"] is None or \
             r["kv_budget_bytes"] is None else "no comparable ready boot to predict from"
-        return CheckLine("kv reconciliation", "insufficient", why)
-    if r["verdict"] == "reference":  # predicted from itself: true by construction, so no "ok"
+        return CheckLine("kv reconciliation", Verdict.insufficient, why)
+    if r["verdict"] == Verdict.reference:  # predicted from itself: true by construction, so no "ok"
         return CheckLine(
-            "kv reconciliation", "reference",
+            "kv reconciliation", Verdict.reference,
             f"the group's reference ({r['ref_chosen_by']}): {r['kv_budget_bytes']:,.0f} B / "
             f"{r['measured_tokens']:,.0f} tokens = {r['ref_bytes_per_token']:,.2f} B/token; "
             "the other boots of its group are predicted from it")
@@ -95,8 +86,8 @@ def kv_line(r: dict[str, Any] | None) -> CheckLine:
 
 
 def capacity_line(r: dict[str, Any] | None) -> CheckLine:
-    if r is None or r["verdict"] == "insufficient":
-        return CheckLine("capacity contract", "insufficient",
+    if r is None or r["verdict"] == Verdict.insufficient:
+        return CheckLine("capacity contract", Verdict.insufficient,
                          "needs kv_cache_tokens, max_num_seqs and max_model_len")
     margin_bytes = "" if r["margin_bytes"] is None else f" ({format_bytes(r['margin_bytes'])})"
     return CheckLine(
@@ -107,9 +98,9 @@ def capacity_line(r: dict[str, Any] | None) -> CheckLine:
 
 def ceiling_lines(r: dict[str, Any] | None) -> list[CheckLine]:
     if r is None:
-        return [CheckLine("vram ceiling", "insufficient", ""), CheckLine("host ceiling", "insufficient", "")]
-    if r["vram_verdict"] == "insufficient":
-        vram = CheckLine("vram ceiling", "insufficient",
+        return [CheckLine("vram ceiling", Verdict.insufficient, ""), CheckLine("host ceiling", Verdict.insufficient, "")]
+    if r["vram_verdict"] == Verdict.insufficient:
+        vram = CheckLine("vram ceiling", Verdict.insufficient,
                          "needs weights, KV pool and a card ceiling (ledger deploy set D card_ceiling_bytes=…)")
     else:
         vram = CheckLine("vram ceiling", r["vram_verdict"],
@@ -117,8 +108,8 @@ def ceiling_lines(r: dict[str, Any] | None) -> list[CheckLine]:
                          f"{format_bytes(r['kv_pool_bytes'])} = {format_bytes(r['vram_bytes'])} vs ceiling "
                          f"{format_bytes(r['card_ceiling_bytes'])} ({r['card_ceiling_source']}): margin "
                          f"{format_bytes(r['vram_margin_bytes'])}")
-    if r["host_verdict"] == "insufficient":
-        host = CheckLine("host ceiling", "insufficient",
+    if r["host_verdict"] == Verdict.insufficient:
+        host = CheckLine("host ceiling", Verdict.insufficient,
                          "needs pinned host figures and a cap (ledger deploy set D host_cap_bytes=…)")
     else:
         host = CheckLine("host ceiling", r["host_verdict"],

@@ -1,6 +1,6 @@
 """The real fixtures by class — release range, backend, wrapper, failure kind — and how many
-fixtures and figures each class covers, counted from the goldens.  The README's tables under
-"What is read" are this module's ``render()``; ``test_readme_fixture_tables`` holds them equal,
+fixtures and figures each class covers, counted from the goldens.  The guide's tables under
+"What is read" (docs/guide.md) are this module's ``render()``; ``test_readme_fixture_tables`` holds them equal,
 so a new fixture (or a changed golden) shows in the counts.
 
 Release range and backend are as the excerpt prints them or as fixtures/real/README.md

@@ -23,8 +23,8 @@ OTHER_USER = "ledgertest2"  # a second user, for what one user's command leaves 
 _PRELOAD = [
     "ledger.cli", "ledger.db.connect", "ledger.db.readonly", "ledger.db.migrate", "ledger.db.writes",
     "ledger.db.staging", "ledger.db.models", "ledger.ingest", "ledger.queries",
-    "ledger.reconcile", "ledger.verdicts", "ledger.showing", "ledger.copy", "ledger.render", "ledger.render.table",
-    "ledger.render.terminal", "ledger.render.checks", "ledger.since", "ledger.diff", "ledger.runtime",
+    "ledger.reconcile", "ledger.deploys", "ledger.verdicts", "ledger.render.show", "ledger.copy", "ledger.render", "ledger.render.table",
+    "ledger.render.terminal", "ledger.render.check", "ledger.since", "ledger.diff", "ledger.runtime",
     "ledger.parsers", "ledger.parsers.packs", "ledger.parsers.pipeline", "ledger.parsers.fast.child",
     "ledger.parsers.fast.scanner", "ledger.parsers.fast.counters", "hyperscan", "tabulate", "sqlparse", "sqlalchemy", "sqlalchemy.orm", "sqlalchemy.pool", "sqlalchemy.dialects.sqlite",
     "sqlalchemy.dialects.sqlite.pysqlite", "sqlalchemy.sql.default_comparator", "alembic", "alembic.command",

@@ -1,6 +1,7 @@
-"""The examples people copy run as written: the README's ``pycon`` blocks and every ``>>>`` example
-in a docstring of ``ledger`` (``ledger.parsers`` too), from the repository's folder, on the ledger the
-README's quick start fills (``ledger ingest fixtures/real/*.log`` into a new ledger)."""
+"""The examples people copy run as written: the ``pycon`` blocks of the README and of docs/ (the
+guide's) and every ``>>>`` example in a docstring of ``ledger`` (``ledger.parsers`` too), from the
+repository's folder, on the ledger the README's quick start fills (``ledger ingest
+fixtures/real/*.log`` into a new ledger)."""
 
 from __future__ import annotations
 
@@ -53,10 +54,10 @@ def quick_start(db, cli, monkeypatch):
 
 
 def test_the_readme_examples_run_as_shown(quick_start):
-    readme = (ROOT / "README.md").read_text()
     parser = doctest.DocTestParser()
-    tests = [parser.get_doctest(block, {}, f"README.md pycon block {n}", str(ROOT / "README.md"), 0)
-             for n, block in enumerate(_PYCON_BLOCK.findall(readme), 1)]
+    tests = [parser.get_doctest(block, {}, f"{path.relative_to(ROOT)} pycon block {n}", str(path), 0)
+             for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+             for n, block in enumerate(_PYCON_BLOCK.findall(path.read_text()), 1)]
     result, report = _run(tests)
     assert result.failed == 0, report
     assert len(tests) >= 2 and result.attempted >= 10  # the frames and the parser examples

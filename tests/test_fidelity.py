@@ -253,10 +253,11 @@ def test_two_dp_engines_runtime_samples_keep_their_engine_index():
 
 
 def test_readme_fixture_tables():
+    """The guide's tables of the real fixtures by class (docs/guide.md, "What is read")."""
     from conftest import ROOT
     from fixture_classes import render
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "guide.md").read_text()
     start, end = "<!-- fixture-classes:start -->\n", "<!-- fixture-classes:end -->"
     assert readme[readme.index(start) + len(start):readme.index(end)] == render()
 

@@ -112,7 +112,7 @@ def test_ctrl_c_mid_ingest_says_aborted(db, tmp_path, runtime_log):
 
 @sqlite_only
 def test_a_held_write_lock_is_waited_for_the_busy_timeout_only(db, cli, monkeypatch):
-    """The README's 30 s, scaled down: the wait is the busy timeout, not the timeout once per
+    """The guide's 30 s, scaled down: the wait is the busy timeout, not the timeout once per
     retry (five retries of 30 s were 2 min 32 s)."""
     from ledger.db import sqlite, writer
 

@@ -251,8 +251,8 @@ def test_the_capture_oom_fixture_fails_at_graph_capture(db, cli):
 
 
 def test_the_readme_walkthrough_pack_works_as_documented(tmp_path):
-    """The README's example pack, copied as a user would, reads the line it says it reads."""
-    readme = (ROOT / "README.md").read_text()
+    """The guide's example pack, copied as a user would, reads the line it says it reads."""
+    readme = (ROOT / "docs" / "guide.md").read_text()
     section = readme[readme.index("### 2. Write a rule per line"):]
     toml = section[section.index("```toml") + len("```toml"):section.index("```", section.index("```toml") + 7)]
     pack = load_pack(write(tmp_path, toml, "myfork.toml"))

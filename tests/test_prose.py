@@ -13,7 +13,8 @@ from dbutil import rows
 
 from ledger import parsers
 
-PROSE = [ROOT / "README.md", ROOT / "docs" / "facts.md", ROOT / "docs" / "architecture.md"]
+# the documents that quote vLLM's lines (the README's long sections live in docs/guide.md)
+PROSE = [ROOT / "docs" / "guide.md", ROOT / "docs" / "facts.md", ROOT / "docs" / "architecture.md"]
 SEED = ROOT / "fixtures" / "prose" / "seed-003-commit-message.txt"
 QUOTED = "reads as prose quoting"
 
@@ -38,6 +39,12 @@ def test_message_only_pastes_and_bare_tracebacks_are_read(prefix):
 def test_the_projects_documents_are_refused_as_prose(doc):
     with pytest.raises(parsers.SourceError, match=f"{QUOTED} \\d+ vLLM lines?, not a log; `--force` to read it anyway"):
         parse(doc)
+
+
+def test_the_readme_is_refused_too():
+    """The README quotes no vLLM line any more (its tour and its links): it is no log either way."""
+    with pytest.raises(parsers.SourceError, match=f"{QUOTED} \\d+ vLLM lines?, not a log|no vLLM log lines found"):
+        parse(ROOT / "README.md")
 
 
 def test_a_commit_message_quoting_a_vllm_line_is_refused_as_prose():
@@ -97,10 +104,11 @@ def test_a_wording_in_double_quotes_is_a_quotation(tmp_path):
 
 
 def test_ingest_refuses_prose_in_one_line_exit_2_and_stores_nothing(db, cli):
-    r = cli("ingest", str(ROOT / "README.md"))
+    guide = ROOT / "docs" / "guide.md"  # what the README quoted of vLLM's lines is here now
+    r = cli("ingest", str(guide))
     assert r.exit_code == 2
     (line,) = r.output.strip().splitlines()
-    assert line.startswith(f"Error: {ROOT / 'README.md'}: {QUOTED} ") and line.endswith("`--force` to read it anyway")
+    assert line.startswith(f"Error: {guide}: {QUOTED} ") and line.endswith("`--force` to read it anyway")
     assert rows(db, "SELECT count(*) FROM boot") == [(0,)]
 
 

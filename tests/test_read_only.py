@@ -209,7 +209,8 @@ def test_sql_streams_its_rows(db, cli):
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "jsonl", "markdown", "table"])
 def test_streamed_output_is_what_render_prints(fmt):
-    from ledger.render.table import render, render_stream
+    from ledger.render import rows_stream as render_stream
+    from ledger.render.formats import render
 
     columns = ["i", "label", "half", "empty"]
     rows = [(i, f"row {i}", i * 0.5, None) for i in range(1, 2501)]

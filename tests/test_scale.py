@@ -130,17 +130,12 @@ def test_history_as_a_streamed_table_is_the_table_it_was(every_fixture, cli, mon
     """``ledger history`` prints its table in two passes over the rows (widths, then chunks of
     lines) as they are read: the same table the layout of the whole list gives (``tabulate``
     over every row at once, fitted to the width), however the rows fall into chunks."""
-    import ledger.render
+    import ledger.render.formats
     from ledger.db.connect import connect
-    from ledger.queries import (
-        HISTORY_COMPACT,
-        HISTORY_FLEXIBLE,
-        HISTORY_HEADERS,
-        history,
-        humanize_history,
-    )
+    from ledger.queries import HISTORY_COMPACT, history
+    from ledger.render.formats import render
+    from ledger.render.history import FLEXIBLE, HISTORY_HEADERS, humanize_history
     from ledger.render.legend import Legend
-    from ledger.render.table import render
 
     monkeypatch.setenv("COLUMNS", "80")
     ledger_ = connect(every_fixture, mode="read")
@@ -150,13 +145,13 @@ def test_history_as_a_streamed_table_is_the_table_it_was(every_fixture, cli, mon
         ledger_.dispose()
     table = render([humanize_history(r) for r in rows], HISTORY_COMPACT, "table",
                    align_right=("kv_tokens", "concurrency", "kv_memory", "weights"), width=80,
-                   flexible=HISTORY_FLEXIBLE, headers=HISTORY_HEADERS)
+                   flexible=FLEXIBLE, headers=HISTORY_HEADERS)
     legend = Legend(humanize_history)
     for r in rows:
         legend(r)
     assert len(rows) > 40
-    for chunk in (ledger.render.STREAM_CHUNK, 7, 1):
-        monkeypatch.setattr(ledger.render, "STREAM_CHUNK", chunk)
+    for chunk in (ledger.render.formats.STREAM_CHUNK, 7, 1):
+        monkeypatch.setattr(ledger.render.formats, "STREAM_CHUNK", chunk)
         assert cli("history").output == table + "\n" + legend.text(80) + "\n"  # the marks' legend under it
 
 
@@ -185,7 +180,7 @@ def test_no_boots_as_json_is_an_empty_array(db, cli):
 def test_export_streamed_as_csv_is_the_table_it_was(every_fixture, cli):
     from ledger.db.connect import connect
     from ledger.queries import export
-    from ledger.render.table import render
+    from ledger.render.formats import render
 
     ledger = connect(every_fixture, mode="read")
     try:

@@ -91,23 +91,71 @@ def parse_by(path, log, rules, **options):
     return parsers.parse_source(parsers.Source(str(log)), rules, 2026, options=scan).boots
 
 
+def _holds_any(log, anchors: set[str]) -> bool:
+    text = log.read_bytes().decode("utf-8", errors="replace")
+    return any(anchor in text for anchor in anchors)
+
+
+# every fixture goes through each engine once (Python counts, no child; numpy's and
+# bytes.count's line numbers both) and through a scanning child that leaves the runs to this
+# process; the paths that only matter where there is something for them — grep's counts, a
+# child that reads runs of runtime records — are taken by the files that hold a count rule's
+# anchor, or a runtime rule's (without one, grep counts nothing and no run is ever formed, so
+# every such path is the path without it).  The three single-file tests below take all of PATHS.
+EVERY_FILE = [("hyperscan", False, None, True), ("re2", False, None, True), ("python", False, None, False),
+              ("hyperscan", False, "never", False)]
+COUNTED = [("hyperscan", True, None, True), ("re2", True, "never", False), ("python", True, "always", True)]
+RUNS = [("hyperscan", False, "always", True), ("re2", True, "always", False), ("python", False, "always", True),
+        ("python", True, "never", True)]
+
+
+def paths_for(log, rules) -> list[tuple]:
+    from ledger.parsers.rules import RuntimeRule
+
+    counted = {r.anchor for r in rules.count_rules}
+    runs = {r.anchor for r in rules.rules if isinstance(r, RuntimeRule)}
+    paths = list(EVERY_FILE)
+    if _holds_any(log, counted):
+        paths += COUNTED
+    if _holds_any(log, runs):
+        paths += RUNS
+    return list(dict.fromkeys(paths))
+
+
+def test_the_paths_taken_cover_the_matrix(rules):
+    """Across the fixtures, every value of every option is taken, every engine with grep and
+    with a child that reads runs, and each special path by files that reach it."""
+    taken = {path for log in FIXTURES for path in paths_for(log, rules)}
+    for engine in ENGINES:
+        assert {(engine, grep) for engine_, grep, _fork, _numpy in taken if engine_ == engine} == \
+            {(engine, True), (engine, False)}
+        assert any(p[0] == engine and p[2] == "always" for p in taken)
+    assert {p[2] for p in taken} == set(FORKS) and {p[3] for p in taken} == {True, False}
+    assert taken <= set(PATHS)
+    reached = [log for log in FIXTURES if len(paths_for(log, rules)) == len(EVERY_FILE) + len(COUNTED) + len(RUNS)]
+    assert reached  # some fixture holds both a count line and runtime records
+
+
+@pytest.mark.heavy
 @pytest.mark.parametrize("log", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name[:28]}")
 def test_every_path_gives_the_reference_result(log, rules):
     results = []
-    for path in PATHS:
+    paths = paths_for(log, rules)
+    for path in paths:
         try:
             results.append(summary(parse_by(path, log, rules)))
         except parsers.SourceError as e:
             results.append(str(e))
     if isinstance(results[0], str):  # not a vLLM log (the SGLang excerpts): refused by every path alike
-        assert results == [results[0]] * len(PATHS)
+        assert results == [results[0]] * len(paths)
         return
     # the reference reads every line and never refuses a file
     expected = summary(reference_boots(log, rules, 2026))
-    for path, result in zip(PATHS, results, strict=True):
+    for path, result in zip(paths, results, strict=True):
         assert result == expected, path
 
 
+@pytest.mark.heavy
 def test_tiny_blocks_change_nothing(rules):
     log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
     expected = summary(parsers.parse_source(parsers.Source(str(log)), rules, 2026).boots)
@@ -115,6 +163,7 @@ def test_tiny_blocks_change_nothing(rules):
         assert summary(parse_by(path, log, rules, block_size=97)) == expected, path
 
 
+@pytest.mark.heavy
 def test_a_generated_runtime_log_through_every_path(tmp_path, rules):
     import subprocess
     import sys

@@ -329,6 +329,35 @@ def test_boot_json_is_the_export_object(page, export):
         assert {k: obj["deploy"][k] for k in want["deploy"]} == want["deploy"]
 
 
+def _api(server: str, path: str):
+    import urllib.request
+
+    with urllib.request.urlopen(server + path, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def test_boot_json_is_ledger_show(server, ledger_db, export):
+    for boot in list(export)[:: max(1, len(export) // 4)]:
+        assert _api(server, f"/api/boot/{boot}") == json.loads(_ledger("show", boot, "--format", "json", db=ledger_db))
+
+
+def test_check_json_is_ledger_check(server, ledger_db):
+    done = subprocess.run([sys.executable, "-m", "ledger", "--db", ledger_db, "check", "--format", "json"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode in (0, 1), done.stderr  # 1: a verdict is off, broken or over
+    assert _api(server, "/api/check") == json.loads(done.stdout)
+
+
+def test_the_check_page_shows_every_deploys_verdicts(server):
+    import urllib.request
+
+    with urllib.request.urlopen(server + "/check", timeout=60) as r:
+        body = r.read().decode()
+    for result in _api(server, "/api/check"):
+        assert f'href="/boot/{result["boot"]}"' in body
+    assert "kv reconciliation" in body and "capacity contract" in body
+
+
 def test_deploys_json_rows_are_history_rows(page, ledger_db):
     latest = _latest_by_deploy(ledger_db)
     got = page.page.request.get(f"{page.base}/api/deploys").json()

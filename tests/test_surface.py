@@ -1,7 +1,7 @@
 """The everyday surface (issue 13): one output contract on every command, tables that fit the
 terminal, honest filters and exit codes, fixing mistakes, and the small things users expect.
 
-The JSON contract (README, "The output contract"): a boot id is a string everywhere; a
+The JSON contract (docs/output-contract.md): a boot id is a string everywhere; a
 timestamp is ISO 8601 with ``year_inferred`` beside it; missing is null, never ""."""
 
 from __future__ import annotations
@@ -529,12 +529,12 @@ def test_compressed_input_is_known_by_its_magic_not_its_name(db, cli, tmp_path):
 def _bar(monkeypatch, path: str):
     import io
 
-    from ledger import cli as cli_module
+    from ledger.render.progress import Progress
 
     err, out = io.StringIO(), io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
     monkeypatch.setattr(sys, "stdout", out)
-    progress = cli_module._Progress(path)
+    progress = Progress(path)
     progress.start -= 10  # past the second it waits before showing
     return progress, err, out
 

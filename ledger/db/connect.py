@@ -335,3 +335,20 @@ def open_read_only(db: str | None) -> Ledger:
     if url.partition("://")[0].split("+")[0] == "sqlite" and sqlite_file(url) is None:
         raise LedgerError("ledger serve needs a ledger file or a server, not an in-memory database")
     return connect(url, mode="read", create=False)
+
+
+def current(db: str | None = None) -> dict[str, Any]:
+    """``ledger db current``: where the ledger is (its printable URL, its file) and its schema
+    revision against the head."""
+    from .columns import HEAD_REVISION
+    from .location import sqlite_file
+    from .migrate import current_revision
+
+    ledger = connect(db, mode="read", migrate=False, create=False)
+    try:
+        rev = current_revision(ledger.engine)
+    finally:
+        ledger.dispose()
+    path = sqlite_file(ledger.url)
+    return {"url": ledger.shown, "path": None if path is None else str(path), "revision": rev,
+            "head": HEAD_REVISION, "at_head": rev == HEAD_REVISION}

@@ -79,7 +79,7 @@ def insert_sql(table: str, columns: list[str], mark: str) -> str:
 
 
 # how long a write waits for another writer's lock, in all: SQLite's busy timeout
-# (``sqlite.BUSY_TIMEOUT_MS``), which the README promises
+# (``sqlite.BUSY_TIMEOUT_MS``), which docs/guide.md promises
 LOCK_WAIT_S = 30.0
 
 

@@ -152,6 +152,51 @@ class FastShape:
         return {"kind": self.kind, "engine": engine, "values": _by_name(self.kind, figures)}
 
 
+@dataclass(frozen=True)
+class Sample:
+    """A line a rule must read, and what it must yield from it: the event's figures by name
+    (facts, failure figures, shape keys, runtime series), each as its stored value (``plain``);
+    None checks only that the rule reads the line (a grammar pack's samples).  ``source`` says
+    where the line is from: a real fixture and line number, or the reference's section."""
+
+    line: str
+    yields: Mapping[str, Any] | None = None
+    source: str = ""
+
+
+def plain(value: Any) -> Any:
+    """Event data as a sample states it: a printed figure (a ``Quantity``, a shape value) as
+    its value, containers item by item."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, StrEnum):  # a vocabulary name: its stored text
+        return str(value)
+    if not isinstance(value, (str, int, float, bool)) and hasattr(value, "value"):
+        return plain(value.value)
+    return value
+
+
+def sample_problem(rule: Rule, sample: str | Sample) -> str | None:
+    """What is wrong with one of a rule's samples (None: it reads as stated) — the one check of
+    a grammar pack's samples when it loads and of the built-in rules' when they are imported."""
+    text, want = (sample, None) if isinstance(sample, str) else (sample.line, sample.yields)
+    if rule.anchor not in text:
+        return f"sample {text!r} does not contain the anchor {rule.anchor!r}"
+    if rule.kind is Kind.counted:  # counted by its anchor, never matched
+        return None
+    line = parse_line(0, text)
+    events = rule.events(line, line.message, text)
+    if not events:
+        return f"sample {text!r} does not match pattern {rule.pattern!r}"
+    if want is not None:
+        got = plain(events[0].data)
+        if got != plain(want):
+            return f"sample {text!r} yields {got!r}, not {plain(want)!r}"
+    return None
+
+
 @dataclass(kw_only=True, eq=False)
 class Rule:
     """What every rule has: a name, the anchor literal a line must hold, and an optional pattern
@@ -166,7 +211,8 @@ class Rule:
     wraps: bool = False  # the record may go on in unprefixed terminal-wrapped lines
     rank_from_prefix: bool = True
     pack: str | None = None
-    samples: tuple[str, ...] = ()
+    samples: tuple[str | Sample, ...] = ()  # lines it must read (a pack's: checked at load; the built-in
+    # rules': ``vllm_samples``, checked when ``vllm`` is imported)
     _compiled: Any = field(default=None, init=False, repr=False)
     _ready: bool = field(default=False, init=False, repr=False)
 

@@ -32,6 +32,7 @@ from .rules import (
     Rule,
     RuntimeRule,
     ShapeRule,
+    sample_problem,
 )
 from .vocabulary import (
     FactName,
@@ -797,6 +798,32 @@ BUILTIN_RULES: list[Rule] = (
     [*FACT_RULES, *SHAPE_LOG_RULES, *DUMP_RULES, *META_RULES, *MARKER_RULES, *HINT_RULES, *FAILURE_RULES,
      *RUNTIME_RULES]
 )
+
+
+def _carry_samples(rules: list[Rule]) -> None:
+    """Every built-in rule carries its samples (``vllm_samples``: a real line each, and what it
+    must yield) and reads them as stated, checked here as a grammar pack's are when it loads
+    (lnav's rule for its built-in formats): a rule that stops reading its line fails at import."""
+    from . import vllm_samples
+
+    if vllm_samples.DRAFTING:  # tests/rule_samples.py drafts them: it checks what it keeps itself
+        for r in rules:
+            r.samples = vllm_samples.SAMPLES.get(r.name, ())
+        return
+    names = [r.name for r in rules]
+    if len(set(names)) != len(names):
+        raise RuntimeError("the built-in grammar: two rules share a name")
+    problems = [f"rule {r.name}: no sample (tests/rule_samples.py drafts one)" for r in rules
+                if r.name not in vllm_samples.SAMPLES]
+    problems += [f"no rule {name} for its samples" for name in vllm_samples.SAMPLES if name not in names]
+    for r in rules:
+        r.samples = vllm_samples.SAMPLES.get(r.name, ())
+        problems += [f"rule {r.name}: {p}" for s in r.samples if (p := sample_problem(r, s)) is not None]
+    if problems:
+        raise RuntimeError("the built-in grammar: " + "; ".join(problems))
+
+
+_carry_samples(BUILTIN_RULES)
 
 # Failure wordings other programs print too (torch, pydantic, the ROCm runtime, abseil's signal
 # handler, NCCL, the shell, Python's exceptions): read in a vLLM log, but they do not make a file one.

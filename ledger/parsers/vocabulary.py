@@ -228,6 +228,23 @@ class Outcome(StrEnum):
 
 OUTCOMES = tuple(Outcome)
 
+
+class Verdict(StrEnum):
+    """What a reconciliation view says of a boot (the views of migration 0002 write these
+    words; ``ledger check`` and ``ledger show`` print them)."""
+
+    ok = "ok"
+    off = "off"  # KV reconciliation: measured tokens outside the tolerance of the prediction
+    broken = "broken"  # capacity contract: fewer tokens than max_num_seqs x max_model_len
+    over = "over"  # a ceiling: the figures exceed the card ceiling or the host cap
+    insufficient = "insufficient"  # not enough figures to say
+    reference = "reference"  # KV reconciliation: the group's reference, predicted from itself (no test)
+    unsupported = "unsupported"  # the KV formula: a geometry the allocator does not model (the reason says which)
+    slower = "slower"  # check --against: decode dropped beyond the bound against the control
+
+
+FAILING_VERDICTS = frozenset({Verdict.off, Verdict.broken, Verdict.over, Verdict.slower})
+
 # -- shape ------------------------------------------------------------------------------------
 
 

@@ -1,21 +1,20 @@
-"""Rows as text: a table that fits the terminal, markdown, csv, json, jsonl.
+"""A table's layout: ``tabulate``'s "simple" format (imported when a table is drawn:
+``--format json`` never pays for it), fitted to the terminal — a table wider than the terminal
+gives up width from the columns a command names as flexible, whose cells are cut with ``…`` —
+and the figures people read in tables (``human``, ``figures_text``).
 
-Tables are laid out by ``tabulate`` (imported when a table is drawn: ``--format
-json`` never pays for it); a table wider than the terminal gives up width from the columns a
-command names as flexible, whose cells are cut with ``…``.
+Which rows go into a table, and when, is the format engine's (``ledger.render.formats``).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import itertools
-import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import dumps
+from .values import cell, clip
+
+__all__ = ["GAP", "MIN_FLEX", "cell", "clip", "cut", "figures_text", "fit_widths", "human", "layout", "soften"]
 
 MIN_FLEX = 6  # a flexible column is never cut narrower than this (or its header)
 GAP = 2  # tabulate's "simple" format puts two spaces between columns
@@ -43,26 +42,6 @@ def figures_text(figures: dict[str, Any]) -> str:
 
     return ", ".join(f"{k}={format_bytes(v) if k.endswith('_bytes') and isinstance(v, (int, float)) else v}"
                      for k, v in figures.items())
-
-
-def cell(value: Any) -> str:
-    """A machine value as one table or csv cell (missing is an empty cell)."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 2**53:
-            return str(int(value))
-        return f"{value:.10g}"
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, sort_keys=True)
-    return str(value)
-
-
-def clip(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, the cut marked with ``…``."""
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d")
@@ -138,36 +117,16 @@ def fit_widths(columns: Sequence[str], cells: list[list[str]], width: int | None
     return widths
 
 
-def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, fmt: str = "table",
-           align_right: Sequence[str] = (), *, width: int | None = None,
-           flexible: Sequence[str] | dict[str, int] = (),
+def layout(cells: list[list[str]], columns: Sequence[str], align_right: Sequence[str] = (), *,
+           width: int | None = None, flexible: Sequence[str] | dict[str, int] = (),
            headers: dict[str, str] | None = None, style: Callable[[str, str], str] | None = None,
            keep_spaces: bool = False) -> str:
-    """``rows`` in ``fmt``.  For json/jsonl the values go out as they are (the command has
-    already made them the contract's); for the others each value becomes a cell.  ``width``
-    and ``flexible`` fit a table to the terminal; ``headers`` names columns for people;
-    ``style(column, text)`` colours a table cell (after fitting, so colour never counts)."""
-    columns = list(columns or (rows[0].keys() if rows else []))
-    if fmt == "json":
-        return dumps([{c: r.get(c) for c in columns} for r in rows], indent=2)
-    if fmt == "jsonl":
-        return "\n".join(dumps({c: r.get(c) for c in columns}) for r in rows)
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(columns)
-        for r in rows:
-            w.writerow([cell(r.get(c)) for c in columns])
-        return buf.getvalue().rstrip("\n")
+    """``cells`` (rows of cell text, in ``columns``' order) as a table.  ``width`` and
+    ``flexible`` fit it to the terminal; ``headers`` names columns for people;
+    ``style(column, text)`` colours a cell (after fitting, so colour never counts);
+    ``keep_spaces``: cells already padded to their column's width (a table printed a chunk at
+    a time) keep it."""
     names = [(headers or {}).get(c, c) for c in columns]
-    cells = [[cell(r.get(c)) for c in columns] for r in rows]
-    if fmt == "markdown":  # unpadded rows (what a commit message or an issue wants), aligned by the rule line
-        def esc(text: str) -> str:
-            return text.replace("|", "\\|")
-
-        out = ["| " + " | ".join(names) + " |", "|" + "|".join("---:" if c in align_right else "---" for c in columns) + "|"]
-        out += ["| " + " | ".join(esc(v) for v in row) + " |" for row in cells]
-        return "\n".join(out)
     if isinstance(flexible, dict):
         flex: Sequence[str] | dict[str, int] = {(headers or {}).get(c, c): n for c, n in flexible.items()}
     else:
@@ -186,52 +145,7 @@ def render(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
     from tabulate import tabulate
 
     tabulate_module.MIN_PADDING = 0  # columns as wide as their widest cell: the width fitting counts on it
-    # cells already padded to their column's width (a table printed a chunk at a time) keep it
     tabulate_module.PRESERVE_WHITESPACE = keep_spaces
     align = ["right" if c in align_right else "left" for c in columns]
     text = tabulate(cells, headers=names, tablefmt="simple", colalign=align, disable_numparse=True)
     return "\n".join(line.rstrip() for line in text.splitlines())
-
-
-def render_stream(rows: Iterable[Sequence[Any]], columns: Sequence[str], fmt: str = "table", *,
-                  width: int | None = None, flexible: Sequence[str] = (), page: int = 1000) -> Iterator[str]:
-    """``render`` for a result too large to hold (``ledger sql``): the text in pieces, a page of
-    rows (tuples in ``columns``' order) at a time, never one string per row.  The output is
-    ``render``'s; only a table longer than ``page`` rows takes its column widths from its first
-    page (a longer value later is cut to them)."""
-    columns = list(columns)
-    it = iter(rows)
-    if fmt in ("json", "jsonl"):
-        first = True
-        if fmt == "json":
-            yield "["
-        while batch := list(itertools.islice(it, page)):
-            pieces = []
-            for r in batch:
-                if fmt == "json":
-                    obj = dumps(dict(zip(columns, r, strict=True)), indent=2)
-                    pieces.append(("\n" if first else ",\n") + "\n".join("  " + line for line in obj.splitlines()))
-                else:
-                    pieces.append(("" if first else "\n") + dumps(dict(zip(columns, r, strict=True))))
-                first = False
-            yield "".join(pieces)
-        if fmt == "json":
-            yield "]" if first else "\n]"
-        return
-    head = list(itertools.islice(it, page))
-    text = render([dict(zip(columns, r, strict=True)) for r in head], columns, fmt, width=width, flexible=flexible)
-    yield text
-    if len(head) < page:
-        return
-    widths = [len(d) for d in text.splitlines()[1].split(" " * GAP)] if fmt == "table" else []
-    while batch := list(itertools.islice(it, page)):  # the rest a page at a time
-        cells = [[cell(v) for v in r] for r in batch]
-        if fmt == "csv":
-            buf = io.StringIO()
-            csv.writer(buf, lineterminator="\n").writerows(cells)
-            yield "\n" + buf.getvalue().rstrip("\n")
-        elif fmt == "markdown":
-            yield "".join("\n| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells)
-        else:  # a table: the first page's widths (its dashes line says them), cut to them
-            yield "".join("\n" + (" " * GAP).join(clip(c, w).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-                          for row in cells)

@@ -8,10 +8,13 @@ import sys
 from collections.abc import Iterable
 from typing import IO, Any
 
+from ledger.parsers.vocabulary import Outcome, Verdict
+
 # verdicts and outcomes, coloured by what they mean
-GOOD = {"ok", "ready"}
-BAD = {"off", "broken", "over", "failed", "crashed"}
-UNSURE = {"insufficient", "incomplete", "unsupported", "reference"}  # a reference is no test passed
+GOOD = {Verdict.ok, Outcome.ready}
+BAD = {Verdict.off, Verdict.broken, Verdict.over, Verdict.slower, Outcome.failed, Outcome.crashed}
+# a reference is no test passed; unsupported: the formula cannot say
+UNSURE = {Verdict.insufficient, Verdict.unsupported, Verdict.reference, Outcome.incomplete}
 
 
 def width(stream: IO[str] | None = None) -> int | None:

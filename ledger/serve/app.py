@@ -1,5 +1,10 @@
 """The web application of ``ledger serve``: pages and their JSON twins, read-only.
 
+``PAGES`` is the table of pages (path, data function, template): one handler per page answers
+its HTML and its ``/api`` JSON from one object, the library's — the object the CLI prints
+(``/api/boot/N`` is ``ledger show N --format json``, ``/api/check`` is ``ledger check
+--format json``); what only the HTML needs (charts, links) is the page's context.
+
 Starlette routes (GET only: any other method is answered 405), Jinja2 templates with
 autoescaping (a log line is untrusted text and is shown as text), the charts as inline SVG
 (``ledger.serve.charts``), the stylesheet and the one small script served from the package.  A
@@ -10,6 +15,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +31,22 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ledger.parsers.vocabulary import Verdict
+
+from .. import queries
 from ..db.connect import Ledger
 from ..errors import LedgerError
 from ..render.names import release
 from ..render.settings import setting_text
 from ..render.table import figures_text, human
+from ..verdicts import FAILING
 from . import charts, data
 
 HERE = Path(__file__).resolve().parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-ORDER = {"off": 0, "broken": 0, "over": 0, "ok": 1, "reference": 2, "insufficient": 2}
+ORDER = {Verdict.off: 0, Verdict.broken: 0, Verdict.over: 0, Verdict.slower: 0, Verdict.ok: 1,
+         Verdict.reference: 2, Verdict.insufficient: 2, Verdict.unsupported: 2}
 
 
 def _environment() -> Environment:
@@ -50,7 +62,7 @@ def _environment() -> Environment:
     env.filters["when"] = _when
     env.filters["js"] = lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
     env.filters["derived"] = _derived
-    env.globals["FAILING"] = data.FAILING
+    env.globals["FAILING"] = FAILING
     return env
 
 
@@ -62,135 +74,144 @@ LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
 LIVE_REFRESH_S = 10
 
 
+@dataclass(frozen=True)
+class Page:
+    """One page, Datasette's way: its path, the library function that gives its object (the
+    object the CLI prints, and what its ``/api`` twin answers), the template that shows it
+    (None: JSON only), and what the HTML alone adds to the object (charts, links), if anything.
+    ``params`` are the query parameters the object is made from, ``view`` those only the HTML
+    reads (both are the context's), ``needs`` those the JSON cannot do without."""
+
+    name: str
+    path: str | None
+    api: str
+    data: Callable[..., Any]
+    template: str | None = None
+    context: Callable[..., dict[str, Any]] | None = None
+    params: tuple[str, ...] = ()
+    view: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    # a reference that names nothing is said above the page's form, which keeps what was typed
+    # (a 404 still): the HTML only, the JSON answers 404 with the error
+    keeps_form: bool = False
+
+
+def _deploy_context(ledger: Ledger, obj: dict[str, Any], ref: str) -> dict[str, Any]:
+    chart = ""
+    if obj["boots"]:
+        frame, title = data.deploy_frame(ledger, ref, obj)
+        chart = charts.svg(charts.boots_figure(frame, title, link=lambda b: f"/boot/{b}"))
+    swept = data.deploy_sweep(ledger, obj["deploy"]["id"])
+    sweep_chart = charts.svg(charts.sweep_figure(swept, link=lambda b: f"/boot/{b}")) if swept else ""
+    return {"d": obj, "chart": Markup(chart), "sweep_chart": Markup(sweep_chart)}
+
+
+def _boot_context(ledger: Ledger, obj: dict[str, Any], ref: str, engines: str = "") -> dict[str, Any]:
+    b = data.boot_page(ledger, obj)
+    split = engines == "split"
+    chart = ""
+    if b["runtime"]["engine_stats"]:
+        frame, report = data.runtime_frame(ledger, b["boot"], b["runtime_report"])
+        chart = charts.svg(charts.runtime_figure(frame, report, split))
+    return {"b": b, "chart": Markup(chart), "split": split, "live_refresh": LIVE_REFRESH_S}
+
+
+def _runtime(ledger: Ledger, ref: str, engines: str = "") -> dict[str, Any]:
+    """A boot's runtime report and its chart's series."""
+    frame, report = data.runtime_frame(ledger, ref)
+    series, xlabel, how = charts.runtime_series(frame, engines == "split")
+    return {"report": report, "x": xlabel, "aggregation": how,
+            "series": {col: {name: [[_x(i), None if v != v else v] for i, v in s.items()]
+                             for name, s in parts.items()} for col, parts in series.items()}}
+
+
+def _diff(ledger: Ledger, a: str = "", b: str = "", all: str = "") -> dict[str, Any] | None:
+    return data.diff(ledger, a, b, all == "1") if a and b else None
+
+
+def _diff_context(ledger: Ledger, obj: dict[str, Any] | None, a: str = "", b: str = "", all: str = ""
+                  ) -> dict[str, Any]:
+    return {"r": obj, "a": a, "b": b, "show_all": all == "1", "boots": queries.diff_choices(ledger),
+            "deploys": data.deploy_names(ledger)}
+
+
+def _check(ledger: Ledger) -> list[dict[str, Any]]:
+    from ..reconcile import check_report
+
+    return check_report(ledger)
+
+
+PAGES = [
+    Page("deploys", "/", "/api/deploys", lambda ledger: queries.deploy_overview(ledger), "deploys.html",
+         lambda ledger, obj: {"rows": obj}),
+    Page("deploy", "/deploy/{ref}", "/api/deploy/{ref}", queries.deploy_detail, "deploy.html", _deploy_context),
+    Page("boot", "/boot/{ref}", "/api/boot/{ref}", queries.show, "boot.html", _boot_context, view=("engines",)),
+    Page("runtime", None, "/api/boot/{ref}/runtime", _runtime, params=("engines",)),
+    Page("diff", "/diff", "/api/diff", _diff, "diff.html", _diff_context, params=("a", "b", "all"),
+         needs=("a", "b"), keeps_form=True),
+    Page("check", "/check", "/api/check", _check, "check.html", lambda ledger, obj: {"results": obj}),
+]
+
+
 def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOnly:
     """The application; ``allowed_hosts`` are the Host headers answered (a server on loopback
     answers only loopback names, so a web page cannot reach it by DNS rebinding)."""
     env = _environment()
     cache = data.Cache(ledger)
 
-    def page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
-        html = env.get_template(template).render(ledger_url=ledger.shown, **context)
-        return HTMLResponse(html, status_code=status)
+    def html(template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        text = env.get_template(template).render(ledger_url=ledger.shown, **context)
+        return HTMLResponse(text, status_code=status)
 
-    async def call(fn: Any, *args: Any) -> Any:
-        # database reads and matplotlib block: run them off the event loop; what they build is
-        # kept while the ledger does not change
-        return await run_in_threadpool(cache.get, (fn.__name__, *args), lambda: fn(*args))
+    def handler(page: Page) -> Callable[[Request], Any]:
+        """The page's one handler: its object, from the library (kept while the ledger does not
+        change), answered as JSON on its /api path and through its template elsewhere."""
+        async def answer(request: Request) -> Response:
+            args = dict(request.path_params)
+            args.update({k: request.query_params.get(k, "").strip() for k in page.params})
+            key = (page.name, tuple(sorted(args.items())))
+            shown = {**args, **{k: request.query_params.get(k, "").strip() for k in page.view}}
+            as_json = request.url.path.startswith("/api/")
+            if as_json and any(not args.get(k) for k in page.needs):
+                return JSONResponse({"error": f"give {' and '.join(k + '=' for k in page.needs)} "
+                                              "(boot ids, or deploys)"}, status_code=400)
+            # database reads and matplotlib block: run them off the event loop
+            try:
+                obj = await run_in_threadpool(cache.get, key, lambda: page.data(ledger, **args))
+            except LedgerError as exc:
+                if as_json or not page.keeps_form or page.context is None or page.template is None:
+                    raise
+                form = page.context
+                extra = await run_in_threadpool(lambda: form(ledger, None, **shown))
+                return html(page.template, status=404, problem=str(exc), **extra)
+            if as_json or page.template is None:
+                return JSONResponse(data.jsonable(obj))
+            extra = {}
+            if page.context is not None:
+                context = page.context
+                extra = await run_in_threadpool(cache.get, ("html", page.name, tuple(sorted(shown.items()))),
+                                                lambda: context(ledger, obj, **shown))
+            return html(page.template, **extra)
 
-    def _deploys() -> list[dict[str, Any]]:
-        return data.deploys(ledger)
-
-    async def deploys_page(request: Request) -> Response:
-        return page("deploys.html", rows=await call(_deploys))
-
-    async def deploys_json(request: Request) -> Response:
-        return JSONResponse(data.jsonable(await call(_deploys)))
-
-    def _deploy_obj(ref: str) -> dict[str, Any]:
-        return data.deploy(ledger, ref)
-
-    def _deploy(ref: str) -> tuple[dict[str, Any], str, str]:
-        obj = cache.get(("_deploy_obj", ref), lambda: _deploy_obj(ref))
-        chart = ""
-        if obj["boots"]:
-            frame, title = data.deploy_frame(ledger, ref, obj)
-            chart = charts.svg(charts.boots_figure(frame, title, link=lambda b: f"/boot/{b}"))
-        return obj, chart, _sweep_chart(obj["deploy"]["id"])
-
-    def _sweep_chart(deploy_id: int) -> str:
-        swept = data.deploy_sweep(ledger, deploy_id)
-        if swept is None:
-            return ""
-        return charts.svg(charts.sweep_figure(swept, link=lambda b: f"/boot/{b}"))
-
-    async def deploy_page(request: Request) -> Response:
-        obj, chart, sweep_chart = await call(_deploy, request.path_params["ref"])
-        return page("deploy.html", d=obj, chart=Markup(chart), sweep_chart=Markup(sweep_chart))
-
-    async def deploy_json(request: Request) -> Response:
-        return JSONResponse(data.jsonable(await call(_deploy_obj, request.path_params["ref"])))
-
-    def _boot_obj(ref: str) -> dict[str, Any]:
-        return data.boot(ledger, ref)
-
-    def _boot(ref: str, split: bool) -> tuple[dict[str, Any], str]:
-        obj = cache.get(("_boot_obj", ref), lambda: _boot_obj(ref))
-        chart = ""
-        if obj["runtime"]["engine_stats"]:
-            frame, report = data.runtime_frame(ledger, obj["boot"], obj["runtime_report"])
-            chart = charts.svg(charts.runtime_figure(frame, report, split))
-        return obj, chart
-
-    async def boot_page(request: Request) -> Response:
-        split = request.query_params.get("engines") == "split"
-        obj, chart = await call(_boot, request.path_params["ref"], split)
-        return page("boot.html", b=obj, chart=Markup(chart), split=split, live_refresh=LIVE_REFRESH_S)
-
-    async def boot_json(request: Request) -> Response:
-        return JSONResponse(data.jsonable(await call(_boot_obj, request.path_params["ref"])))
-
-    def _runtime(ref: str, split: bool) -> dict[str, Any]:
-        frame, report = data.runtime_frame(ledger, ref)
-        series, xlabel, how = charts.runtime_series(frame, split)
-        return {"report": report, "x": xlabel, "aggregation": how,
-                "series": {col: {name: [[_x(i), None if v != v else v] for i, v in s.items()]
-                                 for name, s in parts.items()} for col, parts in series.items()}}
-
-    async def runtime_json(request: Request) -> Response:
-        split = request.query_params.get("engines") == "split"
-        return JSONResponse(data.jsonable(await call(_runtime, request.path_params["ref"], split)))
-
-    def _choices() -> list[dict[str, Any]]:
-        return data.choices(ledger)
-
-    def _deploy_names() -> list[str]:
-        return data.deploy_names(ledger)
-
-    def _diff(a: str, b: str, show_all: bool) -> dict[str, Any] | None:
-        return data.diff(ledger, a, b, show_all) if a and b else None
-
-    async def diff_page(request: Request) -> Response:
-        a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()
-        show_all = request.query_params.get("all") == "1"
-        try:
-            result, problem = await call(_diff, a, b, show_all), None
-        except LedgerError as exc:  # a reference that names nothing: say so above the form, keep it
-            result, problem = None, str(exc)
-        boots = await call(_choices)
-        deploys = await call(_deploy_names)
-        return page("diff.html", status=404 if problem else 200, r=result, a=a, b=b, show_all=show_all,
-                    boots=boots, deploys=deploys, problem=problem)
-
-    async def diff_json(request: Request) -> Response:
-        a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()
-        if not (a and b):
-            return JSONResponse({"error": "give a= and b= (boot ids, or deploys)"}, status_code=400)
-        return JSONResponse(data.jsonable(await call(_diff, a, b, request.query_params.get("all") == "1")))
+        return answer
 
     async def not_found(request: Request, exc: Exception) -> Response:
         message = str(exc) if isinstance(exc, LedgerError) else "no such page"
         if request.url.path.startswith("/api/"):
             return JSONResponse({"error": message}, status_code=404)
-        return page("error.html", status=404, message=message)
+        return html("error.html", status=404, message=message)
 
     async def server_error(request: Request, exc: Exception) -> Response:
         message = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if request.url.path.startswith("/api/"):
             return JSONResponse({"error": message}, status_code=500)
-        return page("error.html", status=500, message=f"the ledger could not be read: {message}")
+        return html("error.html", status=500, message=f"the ledger could not be read: {message}")
 
-    routes = [
-        Route("/", deploys_page, methods=["GET"]),
-        Route("/deploy/{ref}", deploy_page, methods=["GET"]),
-        Route("/boot/{ref}", boot_page, methods=["GET"]),
-        Route("/diff", diff_page, methods=["GET"]),
-        Route("/api/deploys", deploys_json, methods=["GET"]),
-        Route("/api/deploy/{ref}", deploy_json, methods=["GET"]),
-        Route("/api/boot/{ref}", boot_json, methods=["GET"]),
-        Route("/api/boot/{ref}/runtime", runtime_json, methods=["GET"]),
-        Route("/api/diff", diff_json, methods=["GET"]),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ]
+    routes: list[Any] = []
+    for page in PAGES:
+        answer = handler(page)
+        routes += [Route(path, answer, methods=["GET"]) for path in (page.path, page.api) if path]
+    routes.append(Mount("/static", StaticFiles(directory=HERE / "static"), name="static"))
     app = Starlette(routes=routes, exception_handlers={LedgerError: not_found, 404: not_found,
                                                        Exception: server_error},
                     middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["*"])])
@@ -226,7 +247,7 @@ class ReadOnly:
 
 def _derived(row: dict[str, Any], side: str) -> str:
     """One side of a diff's derived row, as ``ledger diff`` prints it."""
-    from ..diff import derived_text
+    from ..render.diff import derived_text
 
     return derived_text(row, side)
 

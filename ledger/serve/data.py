@@ -1,10 +1,9 @@
-"""Every read ``ledger serve`` and ``ledger plot`` make of the ledger, in one place.
+"""What ``ledger serve``'s pages and ``ledger plot``'s charts add to the library's objects: the
+boot page's context, the diff page's markdown, the chart frames (pandas, from the same rows),
+and the server's memory of what it built.
 
-The objects are the ones the other commands print — ``ledger export`` / ``show --format json``
-for a boot, ``history --format json`` rows for the deploys and a deploy's boots, ``diff --format
-json`` for a diff, ``runtime --format json`` for a boot's runtime — built by the same functions
-(``ledger.queries``, ``ledger.diff``, ``ledger.reconcile``, ``ledger.runtime``).  The chart
-frames (pandas) are built from the same rows.
+The reads are the library's (``ledger.queries``, ``ledger.diff``, ``ledger.reconcile``,
+``ledger.runtime``), so every page's JSON is the object the CLI prints.
 
 The ledger is opened read-only: SQLite with ``mode=ro`` and ``query_only``, PostgreSQL in
 read-only transactions; an out-of-date schema is refused, never migrated.
@@ -20,19 +19,26 @@ from sqlalchemy import func, select
 from ..db import models as m
 from ..db.connect import Ledger
 from ..diff import diff as diff_boots
-from ..diff import render_diff
 from ..errors import LedgerError
-from ..queries import deploy_name, history, one_deploy, resolve_boot, show
-from ..reconcile import typed_settings
+from ..queries import (
+    boot_figures,
+    boot_neighbours,
+    deploy_detail,
+    deploy_name,
+    history,
+    resolve_boot,
+    watched,
+)
+from ..render.diff import render_diff
 from ..runtime import runtime_report
-from ..verdicts import FAILING, view_rows
+from ..verdicts import view_rows
 
 if TYPE_CHECKING:
     import pandas as pd
 
 # what a deploy's boots are charted by: the figures of their history rows, and one fact more
+# (queries.EXTRA_FACTS)
 BOOT_SERIES = ("kv_tokens", "concurrency", "kv_memory", "weights", "graph_memory")
-EXTRA_FACTS = {"graph_memory": "graph_capture_bytes"}
 RUNTIME_SERIES = ("prompt_throughput_tps", "generation_throughput_tps", "running_reqs", "waiting_reqs",
                   "gpu_kv_cache_usage_pct")
 SPEC_SERIES = ("spec_mean_acceptance_length", "spec_draft_acceptance_rate_pct")
@@ -41,62 +47,15 @@ SPEC_SERIES = ("spec_mean_acceptance_length", "spec_draft_acceptance_rate_pct")
 # -- pages ------------------------------------------------------------------------------------------
 
 
-def _failing_first(row: dict[str, Any]) -> int:
-    return 0 if any(v in FAILING for v in row["verdicts"].values()) else 1
-
-
-def deploys(ledger: Ledger) -> list[dict[str, Any]]:
-    """Every deploy: its latest boot (a ``history`` row), the latest boot's verdicts, how many
-    boots, when last seen.  Deploys with an off, broken or over verdict first, then the most
-    recently seen."""
-    with ledger.Session() as s:
-        B = m.Boot
-        ranked = (select(B.id, B.deploy_id, B.started_at,
-                         func.row_number().over(partition_by=B.deploy_id,
-                                                order_by=(B.started_at.desc().nulls_last(), B.id.desc()))
-                         .label("rank"))
-                  .subquery())
-        latest = {row.deploy_id: (row.id, row.started_at)
-                  for row in s.execute(select(ranked).where(ranked.c.rank == 1))}
-        counts = dict(s.execute(select(B.deploy_id, func.count()).group_by(B.deploy_id)).all())
-        deps = {d.id: d for d in s.execute(select(m.Deploy)).scalars()}
-    ids = [bid for bid, _ in latest.values()]
-    rows_by_boot = {int(r["boot"]): r for r in history(ledger, boot_ids=ids)} if ids else {}
-    # the history rows carry the KV and capacity verdicts; the ceilings' view is cheap (the KV
-    # reconciliation view is the costly one: it is evaluated once, by history)
-    ceilings = {r["boot_id"]: r for r in view_rows(ledger, "budget_ceilings", ids)} if ids else {}
-    out = []
-    for did, (bid, started) in latest.items():
-        row, ceiling = rows_by_boot[bid], ceilings.get(bid, {})
-        out.append({"deploy": _deploy_obj(deps[did]), "boots": counts.get(did, 0), "last_seen": started,
-                    "latest": row, "verdicts": {"kv": row["kv_check"], "formula": row["formula_check"],
-                                                "capacity": row["contract"],
-                                                "vram": ceiling.get("vram_verdict"),
-                                                "host": ceiling.get("host_verdict")}})
-    live = watched(ledger)
-    for r in out:
-        r["watched"] = live["deploys"].get(r["deploy"]["id"], [])
-    out.sort(key=lambda r: r["last_seen"] or "", reverse=True)
-    out.sort(key=_failing_first)  # stable: failing first, each group newest first
-    return out
-
-
-def _deploy_obj(d: m.Deploy) -> dict[str, Any]:
-    return {"id": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image_digest": d.image_digest,
-            "label": d.label, "dirty": d.dirty}
-
-
-def deploy(ledger: Ledger, ref: str) -> dict[str, Any]:
-    """A deploy, its settings and its boots (``history`` rows, newest first) with the figures
-    the deploy chart draws."""
-    with ledger.Session() as s:
-        d = one_deploy(s, ref, by_id=True)
-        obj = _deploy_obj(d)
-        settings = typed_settings({r.key: r.value for r in s.execute(
-            select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id)).scalars()})
-        ids = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == d.id)).scalars())
-    rows = history(ledger, boot_ids=ids) if ids else []
-    return {"deploy": obj, "settings": settings, "boots": rows, "figures": boot_figures(ledger, ids)}
+def boot_page(ledger: Ledger, obj: dict[str, Any]) -> dict[str, Any]:
+    """The boot page's object: ``show``'s (``obj``), its deploy's id and name, its neighbours
+    (``queries.boot_neighbours``), its ``ledger runtime`` report, and the watch still reading
+    it (``live``)."""
+    bid = int(obj["boot"])
+    near = boot_neighbours(ledger, bid)
+    return {**obj, "deploy": {**obj["deploy"], **near["deploy"]}, "ready_at": near["ready_at"],
+            "ended_at": near["ended_at"], "other_boots": near["other_boots"],
+            "runtime_report": runtime_report(ledger, str(bid)), "live": watched(ledger)["boots"].get(bid)}
 
 
 def deploy_sweep(ledger: Ledger, deploy_id: int) -> dict[str, Any] | None:
@@ -114,61 +73,6 @@ def deploy_sweep(ledger: Ledger, deploy_id: int) -> dict[str, Any] | None:
         return None
 
 
-def boot_figures(ledger: Ledger, boot_ids: list[int]) -> dict[str, dict[str, Any]]:
-    """Per boot (keyed by its id as the output contract writes it: a string), the charted
-    figures its history row lacks (the facts.md summary of each), null where not printed."""
-    from ..queries import boot_summaries, export_value
-
-    with ledger.Session() as s:
-        sums = boot_summaries(s, boot_ids)
-    out: dict[str, dict[str, Any]] = {}
-    for bid in boot_ids:
-        facts = sums.get(bid, {})
-        out[str(bid)] = {col: export_value(facts[name].value, facts[name].unit) if name in facts else None
-                    for col, name in EXTRA_FACTS.items()}
-    return out
-
-
-def boot(ledger: Ledger, ref: str) -> dict[str, Any]:
-    """``ledger show --format json`` of a boot, plus its ``ledger runtime --format json`` report
-    and its neighbours in the deploy (for the diff links)."""
-    obj = show(ledger, ref)
-    bid = int(obj["boot"])
-    obj["runtime_report"] = runtime_report(ledger, str(bid))
-    with ledger.Session() as s:
-        b = s.get(m.Boot, bid)
-        obj["deploy"]["id"] = b.deploy_id
-        obj["deploy"]["name"] = deploy_name(b.deploy)
-        obj["ready_at"], obj["ended_at"] = b.ready_at, b.ended_at
-        others = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == b.deploy_id, m.Boot.id != bid)
-                                .order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc())).scalars())
-    obj["other_boots"] = others
-    obj["live"] = watched(ledger)["boots"].get(bid)
-    return obj
-
-
-def watched(ledger: Ledger) -> dict[str, dict[int, Any]]:
-    """What ``ledger watch`` is reading now (its ``watch`` rows: not stopped, touched within
-    ``STALE_S``): per deploy id, the sources watched into it; per boot id still running, its
-    watch (source, host, since)."""
-    import datetime as dt
-
-    from ..db.watching import STALE_S
-
-    fresh = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=STALE_S)).isoformat(timespec="seconds")
-    W = m.Watch
-    with ledger.Session() as s:
-        rows = s.execute(select(W).where(W.stopped_at.is_(None), W.seen_at >= fresh)).scalars().all()
-        out: dict[str, dict[int, Any]] = {"deploys": {}, "boots": {}}
-        for w in rows:
-            if w.deploy_id is not None:
-                out["deploys"].setdefault(w.deploy_id, []).append(w.source)
-            if w.live_boot_id is not None:
-                out["boots"][w.live_boot_id] = {"source": w.source, "host": w.host, "since": w.started_at,
-                                                "seen_at": w.seen_at}
-    return out
-
-
 def diff(ledger: Ledger, a: str, b: str, show_all: bool = False) -> dict[str, Any]:
     """``ledger diff --format json``, and the markdown ``--format markdown`` prints."""
     result = diff_boots(ledger, a, b, show_all)
@@ -180,15 +84,6 @@ def deploy_names(ledger: Ledger) -> list[str]:
     means its latest boot there as on the command line."""
     with ledger.Session() as s:
         return [deploy_name(d) for d in s.execute(select(m.Deploy).order_by(m.Deploy.id)).scalars()]
-
-
-def choices(ledger: Ledger) -> list[dict[str, Any]]:
-    """Boots to pick from on the diff page: id, deploy, start, outcome (newest first)."""
-    with ledger.Session() as s:
-        rows = s.execute(select(m.Boot.id, m.Boot.started_at, m.Boot.outcome, m.Deploy)
-                         .join(m.Deploy, m.Deploy.id == m.Boot.deploy_id)
-                         .order_by(m.Boot.started_at.desc().nulls_last(), m.Boot.id.desc())).all()
-        return [{"boot": r[0], "started": r[1], "outcome": r[2], "deploy": deploy_name(r[3])} for r in rows]
 
 
 # -- chart frames -----------------------------------------------------------------------------------
@@ -227,7 +122,7 @@ def history_frame(ledger: Ledger, deploy_ref: str | None) -> tuple[pd.DataFrame,
 def deploy_frame(ledger: Ledger, ref: str, obj: dict[str, Any] | None = None) -> tuple[pd.DataFrame, str]:
     """``ledger plot deploy`` and the deploy page: a deploy's boots (from ``obj``, the deploy's
     object when the caller has it), and a title."""
-    obj = obj if obj is not None else deploy(ledger, ref)
+    obj = obj if obj is not None else deploy_detail(ledger, ref)
     if not obj["boots"]:
         raise LedgerError(f"{ref}: that deploy has no boots")
     figures = {str(k): v for k, v in obj["figures"].items()}

@@ -1,4 +1,5 @@
-"""``ledger show``: one boot for people — facts with their evidence, shape, failures."""
+"""``ledger show``: one boot (``ledger.queries.show``'s object) in a format — for people,
+facts with their evidence, shape, failures and checks; csv is its facts, one row each."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import json
 import re
 from typing import Any
 
-from .render.checks import check_lines
-from .render.table import figures_text, human, render
+from .check import check_lines
+from .export import facts_csv
+from .formats import render
+from .table import figures_text, human
+from .values import document
 
 _HEADER = re.compile(r"\[[\w./-]+\.py:\d+\] ")  # vLLM's "[gpu_worker.py:492] "
 
@@ -37,7 +41,7 @@ def _origin_lines(origin: dict[str, str]) -> list[str]:
 def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = False, markdown: bool = False) -> str:
     """The boot for people; tables fitted to ``width`` (the evidence is cut, ``--format json``
     has it whole); ``markdown`` lays the tables out for pasting."""
-    from .render.terminal import paint
+    from .terminal import paint
 
     fmt = "markdown" if markdown else "table"
     # fitted to a terminal, the evidence starts at the message; unfitted, it is the raw line
@@ -58,7 +62,7 @@ def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = Fa
         f"spec-decode reports, {obj['access_lines']} access lines, {obj['request_lines']} request lines",
     ]
     if width is not None:  # the header's lines too: wrapped under their text, never cut mid-figure
-        from .render.wrap import wrap_labelled
+        from .wrap import wrap_labelled
 
         out = out[:1] + wrap_labelled(out[1:], width)
     out.append("")
@@ -89,6 +93,27 @@ def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = Fa
     if obj.get("checks"):
         out += ["checks"] + check_lines(obj["checks"], width, colour)
     return "\n".join(out).rstrip()
+
+
+def show_text(obj: dict[str, Any], fmt: str, width: int | None = None, colour: bool = False) -> str:
+    """``ledger show --format fmt``: the object itself in json and jsonl, its facts in csv."""
+    if fmt == "table":
+        return render_show(obj, width=width, colour=colour)
+    if fmt == "csv":
+        return "\n".join(facts_csv([obj]))
+    return document(obj, fmt, lambda o: render_show(o, markdown=True))
+
+
+def echo_show(obj: dict[str, Any], fmt: str) -> None:
+    """Print the boot; a table is fitted to the terminal and paged when it is longer."""
+    import click
+
+    from . import terminal
+
+    if fmt == "table":
+        terminal.echo_long(show_text(obj, fmt, terminal.width(), terminal.colour()))
+    else:
+        click.echo(show_text(obj, fmt))
 
 
 def _first_line(text: str) -> str:

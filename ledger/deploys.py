@@ -1,0 +1,176 @@
+"""Deploy administration and removal: ``ledger deploy set / unset / label / move / list`` (the
+per-deploy settings ``ledger check`` uses: card ceiling, host cap, pinned reference boot, the
+model a deploy boots) and ``ledger rm``.  Every change goes through the ledger's ``Writer``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from ledger.parsers.units import UnitError, human_bytes
+
+from .db import models as m
+from .db.connect import Ledger
+from .db.writes import (
+    DeployInfo,
+    delete_boots,
+    delete_deploy_settings,
+    move_boots,
+    put_deploy_settings,
+    set_deploy_label,
+)
+from .errors import LedgerError, shown
+from .queries import as_id, deploy_name, latest_boot, one_deploy
+from .render.values import boot_id
+from .settings import SETTINGS, typed_settings
+from .verdicts import view_rows
+
+
+def parse_setting(key: str, value: str) -> str:
+    kind = SETTINGS.get(key)
+    if kind is None:
+        raise LedgerError(f"{key}: unknown setting (known: {', '.join(SETTINGS)})")
+    if kind == "bytes":
+        try:
+            return str(human_bytes(value))
+        except UnitError:
+            raise LedgerError(f"{key}={value}: not a byte count (e.g. 29120MiB, 31.3e9, 30,534,533,120)") from None
+    if kind == "text":
+        if not value.strip() or len(value.strip()) > 400:
+            raise LedgerError(f"{key}={shown(value)}: expected a model name (as vLLM prints it, up to 400 characters)")
+        return value.strip()
+    if not (value.strip().isascii() and value.strip().isdigit()):
+        raise LedgerError(f"{key}={shown(value)}: expected a boot id")
+    if as_id(value) is None:  # past any id a database holds
+        raise LedgerError(f"kv_reference_boot={shown(value)}: no such boot")
+    return value.strip()
+
+
+def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, dict[str, int | str]]:
+    """Record ``KEY=VALUE`` settings for one deploy (through the ledger's ``Writer``); its name
+    and every setting it has now."""
+    pairs = []
+    for a in assignments:
+        key, sep, value = a.partition("=")
+        if not sep:
+            raise LedgerError(f"{a}: expected KEY=VALUE")
+        pairs.append((key.strip(), parse_setting(key.strip(), value)))
+    d_id, name = _one_deploy(ledger, ref)
+    for key, value in pairs:
+        if key == "kv_reference_boot":
+            _same_group(ledger, d_id, name, int(value))
+    with ledger.writer() as writer:
+        current = put_deploy_settings(writer, d_id, pairs)
+    return name, typed_settings(current)
+
+
+def _one_deploy(ledger: Ledger, ref: str) -> tuple[int, str]:
+    """The id and name of the one deploy ``ref`` names."""
+    with ledger.Session() as s:
+        d = one_deploy(s, ref)
+        return d.id, deploy_name(d)
+
+
+def _same_group(ledger: Ledger, deploy: int, name: str, ref_boot: int) -> None:
+    """A reference boot predicts a deploy's tokens only from its own group (model, KV dtype,
+    TP, block size, engine release): refuse one of another group, showing both keys.  A key
+    that is not known (figures missing) is not refused: the view then says 'insufficient'."""
+    with ledger.Session() as s:
+        latest = latest_boot(s, deploy)
+    if latest is None:
+        return
+    keys = {r["boot_id"]: r["group_key"] for r in view_rows(ledger, "boot_kv", [latest.id, ref_boot])}
+    mine, theirs = keys.get(latest.id), keys.get(ref_boot)
+    if mine and theirs and mine != theirs:
+        raise LedgerError(f"kv_reference_boot={ref_boot}: boot {ref_boot} is of another group "
+                          f"({theirs}) than {name} ({mine}); its cost per token does not predict this deploy")
+
+
+def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[str, int | str]]:
+    """Remove settings from one deploy; its name and the settings it keeps."""
+    for key in keys:
+        if key not in SETTINGS:
+            raise LedgerError(f"{key}: unknown setting (known: {', '.join(SETTINGS)})")
+    d_id, name = _one_deploy(ledger, ref)
+    with ledger.Session() as s:
+        have = set(s.execute(select(m.DeploySetting.key).where(m.DeploySetting.deploy_id == d_id)).scalars())
+    unset = [k for k in dict.fromkeys(keys) if k not in have]
+    if unset:
+        raise LedgerError(f"{name}: {', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set "
+                          f"({'its settings: ' + ', '.join(sorted(have)) if have else 'it has no settings'}); "
+                          f"nothing removed")
+    with ledger.writer() as writer:
+        current = delete_deploy_settings(writer, d_id, keys)
+    return name, typed_settings(current)
+
+
+def label_deploy(ledger: Ledger, ref: str, label: str) -> tuple[str, str]:
+    """Give one deploy a new label; its name before and after."""
+    label = label.strip()
+    if not label:
+        raise LedgerError("a label cannot be empty")
+    d_id, before = _one_deploy(ledger, ref)
+    with ledger.writer() as writer:
+        set_deploy_label(writer, d_id, label)
+    with ledger.Session() as s:
+        after = deploy_name(s.get(m.Deploy, d_id))
+    return before, after
+
+
+def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: DeployInfo | None) -> dict[str, Any]:
+    """``ledger deploy move``: boots (ids) to the deploy ``target`` names, or to the deploy
+    of ``info``'s identity (created if there is none).  The report: the boots, the deploy
+    they now belong to and the deploys they left (by name)."""
+    bad = [r for r in refs if not r.strip().isdigit()]
+    if bad:
+        raise LedgerError(f"{bad[0]}: ledger deploy move takes boot ids (as ledger history shows them)")
+    if (target is None) == (info is None):
+        raise LedgerError("give the deploy to move to: DEPLOY, or --commit/--image (and --label) of a deploy")
+    dest: int | DeployInfo
+    if target is not None:
+        dest, _ = _one_deploy(ledger, target)
+    else:
+        assert info is not None
+        dest = info
+    with ledger.writer() as writer:
+        deploy, came_from = move_boots(writer, [int(r) for r in refs], dest)
+    with ledger.Session() as s:
+        names = {d: f"deploy:{d} ({deploy_name(s.get(m.Deploy, d)).strip('()')})" for d in {deploy, *came_from}}
+    return {"boots": sorted(int(r) for r in set(refs)), "deploy": names[deploy],
+            "from": [{"deploy": names[d], "boots": b} for d, b in sorted(came_from.items())]}
+
+
+def describe_boots(ledger: Ledger, refs: list[str]) -> list[dict[str, Any]]:
+    """Each boot id in ``refs`` (id, outcome, deploy, source), for ``ledger rm`` to show what
+    it removes; an unknown id or a ref that is not an id is an error."""
+    bad = [r for r in refs if not (r.strip().isascii() and r.strip().isdigit())]
+    if bad:
+        raise LedgerError(f"{shown(bad[0])}: ledger rm takes boot ids (as ledger history shows them)")
+    out = []
+    with ledger.Session() as s:
+        for ref in refs:
+            number = as_id(ref)
+            b = None if number is None else s.get(m.Boot, number)
+            if b is None:
+                raise LedgerError(f"{shown(ref)}: no boot by that id; nothing removed")
+            out.append({"boot": boot_id(b.id), "outcome": b.outcome, "deploy": deploy_name(b.deploy),
+                        "source": f"{b.source_path}:{b.first_line}-{b.last_line}"})
+    return out
+
+
+def remove_boots(ledger: Ledger, ids: list[int]) -> int:
+    with ledger.writer() as writer:
+        return delete_boots(writer, ids)
+
+
+def list_deploys(ledger: Ledger) -> list[dict[str, Any]]:
+    with ledger.Session() as s:
+        rows = []
+        for d in s.execute(select(m.Deploy).order_by(m.Deploy.id)).scalars():
+            settings = {r.key: r.value for r in s.execute(select(m.DeploySetting)
+                                                             .where(m.DeploySetting.deploy_id == d.id)).scalars()}
+            boots = [b.id for b in d.boots]
+            rows.append({"deploy": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image": d.image_digest,
+                         "label": d.label, "boots": len(boots), "settings": typed_settings(settings)})
+        return rows

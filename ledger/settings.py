@@ -1,0 +1,19 @@
+"""What a deploy's settings are (``ledger deploy set``): their names and kinds, and their stored
+text read back as the numbers they are.  One place, for the writes (``ledger.deploys``) and the
+reads (``ledger.queries``, the web view's JSON)."""
+
+from __future__ import annotations
+
+SETTINGS = {
+    "card_ceiling_bytes": "bytes",  # weights + KV pool must fit under it (per GPU)
+    "host_cap_bytes": "bytes",  # pinned host memory must fit under it
+    "kv_reference_boot": "boot",  # predict this deploy's KV tokens from that boot's cost per token
+    "model": "text",  # the model a deploy boots, for logs that print none (the formula's geometry)
+}
+
+
+def typed_settings(stored: dict[str, str]) -> dict[str, int | str]:
+    """Settings as the numbers they are (the table keeps text: a setting of a newer ledger that
+    this one does not know stays as stored)."""
+    return {k: int(v) if SETTINGS.get(k) in ("bytes", "boot") and v.strip().lstrip("-").isdigit() else v
+            for k, v in sorted(stored.items())}
