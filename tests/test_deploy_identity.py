@@ -59,15 +59,15 @@ def test_a_moved_boot_takes_the_verdicts_of_its_new_deploy(db, cli):
 
 
 def test_the_web_view_shows_a_moved_boot_under_its_new_deploy(db, cli):
+    from ledger import queries
     from ledger.db.connect import connect
-    from ledger.serve import data
 
     cli("ingest", str(F008))
     cli("ingest", str(F028), "--label", "target")
     cli("deploy", "move", "1", "target")
     ledger = connect(db, mode="read")
     try:
-        assert sorted(b["boot"] for b in data.deploy(ledger, "2")["boots"]) == ["1", "2"]
+        assert sorted(b["boot"] for b in queries.deploy_detail(ledger, "2")["boots"]) == ["1", "2"]
     finally:
         ledger.dispose()
 

@@ -3,6 +3,7 @@ copied into docs/, and no module, test or doc points at a path outside the repo.
 
 from __future__ import annotations
 
+import os
 import re
 
 from conftest import ROOT
@@ -93,7 +94,8 @@ def test_the_readme_tour_runs_as_written(tmp_path):
     outputs = []
     for line in lines:
         command = line.replace(".venv/bin/ledger", ledger).replace("tour.db", db)
-        done = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, check=False)
+        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # as on a pipe: not fitted
+        done = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, check=False, env=env)
         assert done.returncode == 0 and done.stderr == "", (line, done.stderr)
         outputs.append(done.stdout)
     assert outputs[0].count("\nboot ") + outputs[0].startswith("boot ") == 4

@@ -264,8 +264,8 @@ def test_model_list_on_an_empty_ledger_says_so(db, cli):
 
 def test_readme_formula_table(tmp_path):
     table = formula_table.render(formula_table.build(tmp_path))
-    readme = (ROOT / "README.md").read_text()
-    assert table in readme, "README's formula table is stale: python tests/formula_table.py"
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    assert table in guide, "the guide's formula table is stale: python tests/formula_table.py"
 
 
 def test_every_verdict_in_the_table_that_is_not_ok_has_a_reason(tmp_path):
@@ -314,14 +314,14 @@ def test_a_model_path_that_is_no_config_is_not_read(tmp_path):
 
 def test_the_web_view_carries_the_formula_verdict(glm, cli):
     pytest.importorskip("pandas")
+    from ledger import queries
     from ledger.db.connect import open_read_only
-    from ledger.serve import data
 
     cli("model", "add", str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
     ledger = open_read_only(glm)
     try:
-        (row,) = data.deploys(ledger)
-        checks = {c["what"]: c["verdict"] for c in data.boot(ledger, "glm-v")["checks"]}
+        (row,) = queries.deploy_overview(ledger)
+        checks = {c["what"]: c["verdict"] for c in queries.show(ledger, "glm-v")["checks"]}
     finally:
         ledger.dispose()
     assert row["verdicts"]["formula"] == "ok" and checks["kv formula"] == "ok"

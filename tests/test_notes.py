@@ -288,8 +288,8 @@ def test_the_hook_never_stops_a_commit_without_a_deploy(db, cli, tmp_path):
 
 
 def test_the_readme_tour_is_what_the_commands_print(db, cli, monkeypatch):
-    """The README's tour (note, sweep, check --against on the bundled boots) prints what the
-    commands print, on a ledger filled as its bash block fills it."""
+    """The tour in docs/notes.md (note, sweep, check --against on the bundled boots; the README
+    links it) prints what the commands print, on a ledger filled as its bash block fills it."""
     import shlex
 
     monkeypatch.chdir(ROOT)
@@ -298,7 +298,7 @@ def test_the_readme_tour_is_what_the_commands_print(db, cli, monkeypatch):
         assert cli("ingest", str(f.relative_to(ROOT)), "--label", f.stem).exit_code == 0
     for f in sorted((ROOT / "fixtures" / "sweeps").glob("bf16-3x*.log")):
         assert cli("ingest", str(f.relative_to(ROOT)), "--label", "night-ladder").exit_code == 0
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "notes.md").read_text()
     block = readme[readme.index("<!-- tour:"):readme.index("<!-- /tour -->")]
     lines = block.split("```console\n", 1)[1].rsplit("```", 1)[0].splitlines()
     runs: list[tuple[str, list[str]]] = []
