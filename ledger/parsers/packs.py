@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ RULE_KEYS = {"pattern", "samples", "units", "anchor", "rank_from_prefix", "failu
 MAX_TEXT_FIELDS = 2
 # what matching a rule may cost on a near miss of its own samples (probed at load)
 MAX_PROBE_SECONDS = 0.25
+# a pack is a few KiB of TOML (the bundled one: 3 KiB); a larger file is not read
+MAX_PACK_BYTES = 1024 * 1024
 BUNDLED_DIR = Path(__file__).resolve().parent / "packs"
 
 
@@ -82,14 +85,7 @@ def _rule_error(path: Path, index: int, msg: str) -> PackError:
 
 def load_pack(path: str | Path, origin: str = "--grammar") -> Pack:
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise PackError(f"{path}: no such grammar pack") from None
-    except IsADirectoryError:
-        raise PackError(f"{path}: is a directory, not a grammar pack") from None
-    except OSError as exc:
-        raise PackError(f"{path}: cannot read: {exc.strerror}") from None
+    raw = _read_pack(path)
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -114,6 +110,29 @@ def load_pack(path: str | Path, origin: str = "--grammar") -> Pack:
     for index, r in enumerate(rules_doc, start=1):
         pack.rules.append(_load_rule(path, name, index, r))
     return pack
+
+
+def _read_pack(path: Path) -> bytes:
+    """A pack file's bytes, at most ``MAX_PACK_BYTES``: a device (``/dev/zero``), a named pipe
+    or a file larger than any pack is refused before it is read, as a log that is a device is."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise PackError(f"{path}: is a directory, not a grammar pack")
+        if not stat.S_ISREG(st.st_mode):  # /dev/zero, /dev/urandom, a FIFO: endless, or no pack
+            raise PackError(f"{path}: is a device, not a grammar pack (a pack is a TOML file)")
+        if st.st_size > MAX_PACK_BYTES:
+            raise PackError(f"{path}: {st.st_size:,} bytes is too large for a grammar pack "
+                            f"(at most {MAX_PACK_BYTES // 2**20} MiB)")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PACK_BYTES + 1)  # a file that grew after the stat is cut here
+    except FileNotFoundError:
+        raise PackError(f"{path}: no such grammar pack") from None
+    except OSError as exc:
+        raise PackError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(raw) > MAX_PACK_BYTES:
+        raise PackError(f"{path}: too large for a grammar pack (at most {MAX_PACK_BYTES // 2**20} MiB)")
+    return raw
 
 
 def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:

@@ -1,0 +1,77 @@
+"""Every input has a ceiling (issue 20, items 11-18): compressed bombs, many boots in one file,
+one long line, backtracking pack patterns, NUL holes, a runtime page of a long-served boot,
+devices given as packs, one huge value printed by ``ledger sql``.  Memory is measured as the
+peak resident size of a child process (its ``ru_maxrss``); nothing here is timed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+
+import pytest
+from conftest import ROOT
+
+from ledger.parsers.packs import PackError, load_pack
+
+LEDGER = [sys.executable, "-m", "ledger"]
+MIB = 1024  # ru_maxrss is in KiB
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+    peak_kib: int  # the child's peak resident size
+
+
+def measured(args: list[str], stdin: int | None = None, timeout: float = 300) -> Run:
+    """Run ``args`` in a child (killed after ``timeout`` s: a hang fails, it is not timed) and
+    measure its peak resident size."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(args, cwd=ROOT, stdin=stdin, stdout=out, stderr=err)
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Run(p.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+                   usage.ru_maxrss)
+
+
+# -- 17: a pack is a file of at most 1 MiB ------------------------------------------------------------
+
+
+def test_a_device_given_as_a_pack_is_refused_unread():
+    with pytest.raises(PackError, match="/dev/zero: is a device, not a grammar pack"):
+        load_pack("/dev/zero")
+
+
+def test_a_named_pipe_given_as_a_pack_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "pack.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(PackError, match="is a device, not a grammar pack"):
+        load_pack(fifo)
+
+
+def test_a_pack_larger_than_the_cap_is_refused(tmp_path):
+    big = tmp_path / "big.toml"
+    big.write_text('name = "big"\n' + "# filler\n" * 200_000)  # 1.8 MiB of comments
+    with pytest.raises(PackError, match="too large for a grammar pack"):
+        load_pack(big)
+
+
+@pytest.mark.parametrize("args", [["grammar", "check", "/dev/zero"],
+                                  ["ingest", "--grammar", "/dev/zero", "-"]])
+def test_commands_given_dev_zero_as_a_pack_say_so_in_one_line_and_stay_small(args, tmp_path):
+    r = measured([*LEDGER, "--db", str(tmp_path / "l.db"), *args], stdin=subprocess.DEVNULL, timeout=60)
+    assert r.code == 2 and r.err.strip() == "Error: /dev/zero: is a device, not a grammar pack (a pack is a TOML file)"
+    assert r.peak_kib < 200 * MIB
