@@ -11,14 +11,17 @@ import sys
 import tempfile
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import REAL, ROOT
 
+from ledger import parsers
 from ledger.parsers.packs import PackError, load_pack
 
 LEDGER = [sys.executable, "-m", "ledger"]
 MIB = 1024  # ru_maxrss is in KiB
+F005 = next(REAL.glob("005_*.log"))
 
 
 @dataclass
@@ -75,3 +78,40 @@ def test_commands_given_dev_zero_as_a_pack_say_so_in_one_line_and_stay_small(arg
     r = measured([*LEDGER, "--db", str(tmp_path / "l.db"), *args], stdin=subprocess.DEVNULL, timeout=60)
     assert r.code == 2 and r.err.strip() == "Error: /dev/zero: is a device, not a grammar pack (a pack is a TOML file)"
     assert r.peak_kib < 200 * MIB
+
+
+# -- 15: NUL holes are skipped, not taken for a binary file --------------------------------------------
+
+JOURNALD = next(REAL.glob("222_*.log"))
+
+
+def _boots_of(path: Path) -> list[tuple]:
+    return [(b.outcome, b.first_line, b.last_line, b.content_sha256, len(b.facts), len(b.failures))
+            for b in parsers.parse_file(str(path), year=2026)]
+
+
+def test_nuls_before_a_log_are_a_hole_not_a_binary_file(tmp_path):
+    holed = tmp_path / "holed.log"
+    holed.write_bytes(b"\0" * 4096 + JOURNALD.read_bytes())
+    assert _boots_of(holed) == _boots_of(JOURNALD)
+
+
+def test_a_copytruncate_hole_longer_than_a_line_keeps_the_line_after_it(tmp_path):
+    """logrotate's copytruncate: the writer goes on at its old offset, so the new file starts
+    with megabytes of NULs and then the next line, with no newline between."""
+    holed = tmp_path / "rotated.log"
+    holed.write_bytes(b"\0" * (3 * 2**20) + F005.read_bytes())
+    assert _boots_of(holed) == _boots_of(F005)
+
+
+def test_a_crash_zeroed_tail_on_a_small_log_keeps_its_boots(tmp_path):
+    zeroed = tmp_path / "zeroed.log"
+    zeroed.write_bytes(JOURNALD.read_bytes() + b"\0" * 65536)
+    assert _boots_of(zeroed) == _boots_of(JOURNALD)
+
+
+def test_a_file_of_control_bytes_is_still_binary(tmp_path, cli, db):
+    junk = tmp_path / "junk.log"
+    junk.write_bytes(bytes(range(1, 9)) * 8192 + b"\0" * 65536)
+    r = cli("ingest", str(junk))
+    assert r.exit_code == 2 and "is a binary file, not a log" in r.output

@@ -1,7 +1,8 @@
 """Reading log bytes: plain files, .gz, .zst and stdin, in large blocks cut at line ends.
 
 Decoding is lenient (invalid UTF-8 becomes U+FFFD) so a damaged file still yields every intact
-line.  Nothing here knows about vLLM; ``blocks()`` only hands out text that ends at a newline.
+line.  Nothing here knows about vLLM; ``blocks()`` only hands out text that ends at a newline,
+without NULs (a hole of NULs in a log is no text; the sha256 and size are the input's own).
 Also here: what is not log in a log file (a binary file; an excerpt's leading header).
 """
 
@@ -103,11 +104,20 @@ class Source:
                         pending.put(chunk)
                         self.size += len(chunk)
                         self.consumed = position()
-                        yield chunk
+                        if b"\0" in chunk:  # memchr: the one look at every byte this costs
+                            chunk = chunk.replace(b"\0", b"")
+                        if chunk:
+                            yield chunk
                         continue
                 pending.put(chunk)
                 self.size += len(chunk)
                 self.consumed = position()
+                if b"\0" in chunk:
+                    # a hole of NULs (logrotate's copytruncate, a crash-zeroed tail) holds no line:
+                    # it is dropped before lines are cut, so the line after it is read whole
+                    chunk = chunk.replace(b"\0", b"")
+                    if not chunk:
+                        continue
                 if skipping:
                     cut = chunk.find(b"\n")
                     if cut < 0:
@@ -338,7 +348,9 @@ def excerpt_header_end(first_block: str) -> int:
 
 
 def looks_binary(sample: str) -> bool:
-    """True when a decoded sample is mostly not text (NULs, control bytes, replacement chars)."""
+    """True when a decoded sample is mostly not text (control bytes, replacement chars).  NULs
+    do not count: a run of them is a hole in a text file (``blocks`` drops them), not binary."""
+    sample = sample.replace("\0", "")
     if not sample:
         return False
     bad = sum(1 for ch in sample if (ch < " " and ch not in "\t\n\r\x1b\x0c") or ch == "\ufffd")
