@@ -115,3 +115,39 @@ def test_a_file_of_control_bytes_is_still_binary(tmp_path, cli, db):
     junk.write_bytes(bytes(range(1, 9)) * 8192 + b"\0" * 65536)
     r = cli("ingest", str(junk))
     assert r.exit_code == 2 and "is a binary file, not a log" in r.output
+
+
+# -- 11: a compressed bomb is read a block at a time ---------------------------------------------------
+
+BOMB_MIB = 128  # expanded size: reading it whole costs more than the bound below
+
+
+def _bomb(path: Path, kind: str, block: bytes) -> Path:
+    """``BOMB_MIB`` MiB of ``block`` repeated, compressed as densely as the format allows."""
+    import zlib
+
+    piece = block * ((1 << 20) // len(block))
+    if kind == "gz":
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+        with open(path, "wb") as f:
+            for _ in range(BOMB_MIB):
+                f.write(packer.compress(piece))
+            f.write(packer.flush())
+    else:
+        import zstandard
+
+        with open(path, "wb") as f, zstandard.ZstdCompressor(level=19).stream_writer(f) as w:
+            for _ in range(BOMB_MIB):
+                w.write(piece)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["gz", "zst"])
+@pytest.mark.parametrize("block", [b"\0", b"no vLLM here, only a line repeated to fill the bomb\n"],
+                         ids=["nuls", "lines"])
+def test_a_compressed_bomb_is_read_in_bounded_memory(tmp_path, kind, block):
+    bomb = _bomb(tmp_path / f"bomb.{kind}", kind, block)
+    assert bomb.stat().st_size < 2**20  # an eighth of a GiB behind less than a MiB
+    r = measured([*LEDGER, "--db", str(tmp_path / "l.db"), "ingest", str(bomb)])
+    assert r.code == 2 and "no vLLM log lines found" in r.err
+    assert r.peak_kib < 150 * MIB, r.peak_kib  # reading it whole: 128 MiB and more
