@@ -151,3 +151,17 @@ def test_a_compressed_bomb_is_read_in_bounded_memory(tmp_path, kind, block):
     r = measured([*LEDGER, "--db", str(tmp_path / "l.db"), "ingest", str(bomb)])
     assert r.code == 2 and "no vLLM log lines found" in r.err
     assert r.peak_kib < 150 * MIB, r.peak_kib  # reading it whole: 128 MiB and more
+
+
+# -- 13: one long line is read in time linear in its length --------------------------------------------
+
+
+def test_a_megabyte_of_word_characters_before_a_header_is_read():
+    """Each of N start positions used to cost N steps (a process prefix was tried from every
+    character of the word): 18 s at 32 kB, hours at the 1 MiB a line is kept to.  The child is
+    stopped at 120 s: that is a hang, not a time bound (linear takes well under a second)."""
+    code = ("from ledger.parsers.lines import parse_line\n"
+            "line = parse_line(1, 'w' * (2**20 - 80) + ' (APIServer pid=1) INFO 10-01 09:00:10 [loggers.py:271] hi')\n"
+            "print(line.process, line.pid, line.level, line.message)")
+    r = measured([sys.executable, "-c", code], timeout=120)
+    assert r.code == 0 and r.out.split() == ["APIServer", "1", "INFO", "hi"], r.err
