@@ -165,3 +165,26 @@ def test_a_megabyte_of_word_characters_before_a_header_is_read():
             "print(line.process, line.pid, line.level, line.message)")
     r = measured([sys.executable, "-c", code], timeout=120)
     assert r.code == 0 and r.out.split() == ["APIServer", "1", "INFO", "hi"], r.err
+
+
+# -- 14: a typed-field pattern that backtracks on longer figures is refused at load -------------------
+
+
+def _pack(tmp_path: Path, pattern: str, sample: str) -> Path:
+    path = tmp_path / "fields.toml"
+    path.write_text(f'name = "fields"\n[[rule]]\npattern = "{pattern}"\nsamples = ["{sample}"]\n')
+    return path
+
+
+def test_twelve_adjacent_digit_fields_are_refused_though_their_sample_is_quick(tmp_path):
+    """Twelve {d} fields side by side read the 12 digits of their sample one way; a line with 40
+    digits there has 10^10 ways to try before it fails (> 60 s)."""
+    fields = "".join(f"{{f{i}:d}}" for i in range(12))
+    with pytest.raises(PackError, match="backtracks: .* on its sample with longer figures"):
+        load_pack(_pack(tmp_path, f"ids {fields} end", "ids 123456789012 end"))
+
+
+def test_typed_fields_between_literals_load(tmp_path):
+    fields = " ".join(f"{{f{i}:d}}" for i in range(12))
+    pack = load_pack(_pack(tmp_path, f"ids {fields} end", "ids " + " ".join("12" for _ in range(12)) + " end"))
+    assert len(pack.rules) == 1

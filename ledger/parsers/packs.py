@@ -227,10 +227,8 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
 def _probe_cost(path: Path, index: int, rule: Rule, samples: list[str]) -> None:
     """Refuse a rule whose matching backtracks badly: its pattern is timed on near misses of
     its own samples (the sample cut short or run on, and the anchor, alone or where the sample
-    has it, followed by up to 2 KiB of words), the lines that cost a backtracking pattern the
-    most."""
-    import time
-
+    has it, followed by up to 2 KiB of words; the sample with every field's text made longer
+    and longer, ``_grown_fields``), the lines that cost a backtracking pattern the most."""
     for sample in samples:
         message = parse_line(0, sample).message
         at = message.find(rule.anchor)
@@ -240,13 +238,53 @@ def _probe_cost(path: Path, index: int, rule: Rule, samples: list[str]) -> None:
         probes = [message[:-1], message + " x" * 16,
                   *(p + " ab" * n for n in (50, 150, 300, 700) for p in (rule.anchor, head))]
         for probe in probes:
-            started = time.perf_counter()
-            rule.search(probe)
-            spent = time.perf_counter() - started
+            spent = _timed(rule, probe)
             if spent > MAX_PROBE_SECONDS:
                 raise _rule_error(path, index, f"pattern {rule.pattern!r} backtracks: {spent * 1000:.0f} ms on a "
                                                f"line that nearly matches its sample (at most "
                                                f"{MAX_PROBE_SECONDS * 1000:.0f} ms); give its fields types")
+        # the sample with each field's text run on (12 digits of twelve {d} fields: one
+        # split; 40 digits: 10^10 splits to try before a near miss fails), longer and longer
+        for grown in _grown_fields(rule, message):
+            for probe in grown:
+                spent = _timed(rule, probe)
+                if spent > MAX_PROBE_SECONDS:
+                    raise _rule_error(path, index, f"pattern {rule.pattern!r} backtracks: {spent * 1000:.0f} ms on "
+                                                   f"its sample with longer figures (at most "
+                                                   f"{MAX_PROBE_SECONDS * 1000:.0f} ms); put literal text between "
+                                                   f"its fields")
+
+
+def _timed(rule: Rule, probe: str) -> float:
+    import time
+
+    started = time.perf_counter()
+    rule.search(probe)
+    return time.perf_counter() - started
+
+
+# how much longer each field's text is made, step by step: a cost exponential in the length is
+# caught a few steps past the sample, before one probe takes seconds
+_GROWTH = (1, 2, 3, 4, 6, 8, 11, 14, 18, 23, 28)
+
+
+def _grown_fields(rule: Rule, message: str) -> list[list[str]]:
+    """Near misses of a sample, step by step: each field's matched text run on (its last
+    character repeated), the line then cut short, run on into text no field reads, or cut after
+    its last field."""
+    found = rule.search(message)
+    spans = sorted(getattr(found, "spans", {}).values()) if found is not None else []
+    spans = [(a, b) for a, b in spans if b > a]
+    steps = []
+    for k in _GROWTH:
+        parts, last, end = [], 0, 0
+        for _start, b in spans:
+            parts.append(message[last:b] + message[b - 1] * k)
+            last = b
+            end = sum(map(len, parts))
+        grown = "".join(parts) + message[last:]
+        steps.append([grown[:-1], grown + "#", grown[:end] + "#"])
+    return steps if spans else []
 
 
 # -- finding packs ----------------------------------------------------------------------------------
