@@ -214,3 +214,74 @@ def test_values_under_the_cap_are_printed_whole(cli, tmp_path):
     cli("--db", ledger, "ingest", str(F005), "--year", "2026")
     r = cli("--db", ledger, "sql", "SELECT hex(zeroblob(1000)) AS v", "--format", "csv")
     assert r.output == "v\n" + "0" * 2000 + "\n" and r.exit_code == 0
+
+
+# -- 16: ledger serve builds one heavy page once, and a bounded number at a time ------------------------
+
+
+class _Fixed:
+    """A ``serve.data.Cache`` over a ledger that does not change (no database needed)."""
+
+    @staticmethod
+    def cache(heavy: int = 2):
+        from ledger.serve.data import Cache
+
+        class Fixed(Cache):
+            def fingerprint(self):
+                return ("unchanged",)
+
+        return Fixed(None, heavy=heavy)  # type: ignore[arg-type]
+
+
+def _requests(cache, keys: list[str], make) -> list:
+    results: list = [None] * len(keys)
+
+    def ask(i: int) -> None:
+        results[i] = cache.get(keys[i], lambda: make(keys[i]))
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(keys))]
+    for t in threads:
+        t.start()
+    return threads, results
+
+
+def test_identical_requests_in_flight_build_the_page_once():
+    cache, built, release = _Fixed.cache(), [], threading.Event()
+
+    def make(key):
+        built.append(key)
+        release.wait(30)
+        return f"page {key}"
+
+    threads, results = _requests(cache, ["boot 1"] * 6, make)
+    threading.Event().wait(0.5)  # the six are asking (later ones would find the page cached)
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert built == ["boot 1"] and results == ["page boot 1"] * 6
+
+
+def test_at_most_two_heavy_pages_are_built_at_once():
+    cache, lock, running, peak, release = _Fixed.cache(heavy=2), threading.Lock(), [0], [0], threading.Event()
+
+    def make(key):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        release.wait(30)
+        with lock:
+            running[0] -= 1
+        return key
+
+    threads, results = _requests(cache, [f"boot {i}" for i in range(6)], make)
+    threading.Event().wait(0.5)
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert peak[0] <= 2 and results == [f"boot {i}" for i in range(6)]  # unbounded: all six at once
+
+
+def test_a_page_that_asks_for_its_object_does_not_wait_for_itself():
+    cache = _Fixed.cache(heavy=1)
+    page = cache.get("page", lambda: "page of " + cache.get("object", lambda: "the object"))
+    assert page == "page of the object"

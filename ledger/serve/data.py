@@ -215,15 +215,22 @@ class Cache:
     deploys, a renamed deploy or a deploy setting.  A cheap fingerprint of those (a few
     milliseconds) is taken on every request, and an object built under another fingerprint is
     not used.  Worth it because the reconciliation views are evaluated over every boot (about a
-    second at 5,000 boots)."""
+    second at 5,000 boots).
 
-    def __init__(self, ledger: Ledger, size: int = 64):
+    Identical requests in flight are built once: the first builds, the others wait for its
+    object (six requests for one heavy page cost one build, not six at once).  At most
+    ``heavy`` objects are built at a time (the machine's cores); the others queue."""
+
+    def __init__(self, ledger: Ledger, size: int = 64, heavy: int = 2):
         import threading
         from collections import OrderedDict
 
         self.ledger, self.size = ledger, size
         self.items: OrderedDict[Any, Any] = OrderedDict()
         self.lock = threading.Lock()
+        self.flights: dict[Any, _Flight] = {}  # objects being built, by key
+        self.heavy = threading.BoundedSemaphore(heavy)
+        self._building = threading.local()  # a build that asks for another (a page for its object)
 
     def fingerprint(self) -> tuple[Any, ...]:
         import hashlib
@@ -240,12 +247,52 @@ class Cache:
             if full in self.items:
                 self.items.move_to_end(full)
                 return self.items[full]
-        value = make()
-        with self.lock:
-            self.items[full] = value
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-        return value
+            flight = self.flights.get(full)
+            leader = flight is None
+            if flight is None:
+                flight = self.flights[full] = _Flight()
+        if not leader:
+            return flight.result()
+        try:
+            nested = getattr(self._building, "depth", 0) > 0  # holds a slot already
+            if not nested:
+                self.heavy.acquire()
+            self._building.depth = getattr(self._building, "depth", 0) + 1
+            try:
+                flight.value = make()
+            finally:
+                self._building.depth -= 1
+                if not nested:
+                    self.heavy.release()
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with self.lock:
+                if flight.error is None:
+                    self.items[full] = flight.value
+                    while len(self.items) > self.size:
+                        self.items.popitem(last=False)
+                self.flights.pop(full, None)
+            flight.done.set()
+        return flight.value
+
+
+class _Flight:
+    """One object being built: its followers wait for it."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def result(self) -> Any:
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 def jsonable(obj: Any) -> Any:
