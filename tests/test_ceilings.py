@@ -285,3 +285,47 @@ def test_a_page_that_asks_for_its_object_does_not_wait_for_itself():
     cache = _Fixed.cache(heavy=1)
     page = cache.get("page", lambda: "page of " + cache.get("object", lambda: "the object"))
     assert page == "page of the object"
+
+
+# -- 16: a long-served boot's chart is averaged per bin by the database ---------------------------------
+
+
+def _served_log(path: Path, intervals: int) -> Path:
+    """A boot and ``intervals`` stats intervals of two engines, 10 s apart, as vLLM 0.20 prints
+    them (figures varying, so every bin has its own means)."""
+    import datetime as dt
+
+    at = dt.datetime(2026, 3, 1, 8, 0, 0)
+    lines = ["(APIServer pid=1) INFO 03-01 08:00:00 [api_utils.py:339] vLLM server version 0.20.2, serving model m",
+             "(EngineCore_DP0 pid=43) INFO 03-01 08:00:00 [kv_cache_utils.py:1713] GPU KV cache size: 1,356,080 tokens",
+             "(APIServer pid=1) INFO 03-01 08:00:00 [api_server.py:1822] Starting vLLM server on http://0.0.0.0:8000"]
+    for i in range(intervals):
+        t = at + dt.timedelta(seconds=10 * (i + 1))
+        for engine in (0, 1):
+            lines.append(f"(APIServer pid=1) INFO {t:%m-%d %H:%M:%S} [loggers.py:271] Engine {engine:03d}: Avg prompt "
+                         f"throughput: {i % 97 * 10 + engine:.1f} tokens/s, Avg generation throughput: {i % 89 * 3:.1f} "
+                         f"tokens/s, Running: {i % 17} reqs, Waiting: {i % 5} reqs, GPU KV cache usage: "
+                         f"{i % 100 * 0.9:.1f}%, Prefix cache hit rate: 12.0%")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_long_served_boots_chart_is_the_same_when_the_database_averages_its_bins(db, cli, tmp_path, monkeypatch):
+    from ledger.db.connect import connect
+    from ledger.serve import charts, data
+
+    assert cli("ingest", str(_served_log(tmp_path / "served.log", 3000)), "--year", "2026").exit_code == 0
+    ledger = connect(db, mode="read")
+    whole, _ = data.runtime_frame(ledger, "1")
+    monkeypatch.setattr(data, "DOWNSAMPLE_OVER", 1000)  # 6,000 intervals: past it
+    binned, _ = data.runtime_frame(ledger, "1")
+    bins = len(charts.runtime_series(whole)[0]["generation_throughput_tps"]["all engines"])
+    assert len(whole) == 6000 and len(binned) <= 2 * bins  # a row per engine and bin: what is drawn
+    for split in (False, True):
+        a, xa, howa = charts.runtime_series(whole, split)
+        b, xb, howb = charts.runtime_series(binned, split)
+        assert (xa, howa) == (xb, howb) and a.keys() == b.keys()
+        for col in a:
+            for name in a[col]:
+                assert a[col][name].index.equals(b[col][name].index)
+                assert ((a[col][name] - b[col][name]).abs().fillna(0) < 1e-9).all()
