@@ -119,7 +119,7 @@ def test_a_file_of_control_bytes_is_still_binary(tmp_path, cli, db):
 
 # -- 11: a compressed bomb is read a block at a time ---------------------------------------------------
 
-BOMB_MIB = 128  # expanded size: reading it whole costs more than the bound below
+BOMB_MIB = 192  # expanded size: reading it whole costs more than the bound below
 
 
 def _bomb(path: Path, kind: str, block: bytes) -> Path:
@@ -147,10 +147,10 @@ def _bomb(path: Path, kind: str, block: bytes) -> Path:
                          ids=["nuls", "lines"])
 def test_a_compressed_bomb_is_read_in_bounded_memory(tmp_path, kind, block):
     bomb = _bomb(tmp_path / f"bomb.{kind}", kind, block)
-    assert bomb.stat().st_size < 2**20  # an eighth of a GiB behind less than a MiB
+    assert bomb.stat().st_size < 2**20  # 192 MiB behind less than a MiB
     r = measured([*LEDGER, "--db", str(tmp_path / "l.db"), "ingest", str(bomb)])
     assert r.code == 2 and "no vLLM log lines found" in r.err
-    assert r.peak_kib < 150 * MIB, r.peak_kib  # reading it whole: 128 MiB and more
+    assert r.peak_kib < 200 * MIB, r.peak_kib  # after: 66-121 MiB; reading it whole: 250-430 MiB
 
 
 # -- 13: one long line is read in time linear in its length --------------------------------------------
@@ -304,7 +304,7 @@ def _served_log(path: Path, intervals: int) -> Path:
         for engine in (0, 1):
             lines.append(f"(APIServer pid=1) INFO {t:%m-%d %H:%M:%S} [loggers.py:271] Engine {engine:03d}: Avg prompt "
                          f"throughput: {i % 97 * 10 + engine:.1f} tokens/s, Avg generation throughput: {i % 89 * 3:.1f} "
-                         f"tokens/s, Running: {i % 17} reqs, Waiting: {i % 5} reqs, GPU KV cache usage: "
+                         f"tokens/s, Running: {(i + engine) % 17} reqs, Waiting: {i % 5} reqs, GPU KV cache usage: "
                          f"{i % 100 * 0.9:.1f}%, Prefix cache hit rate: 12.0%")
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -329,3 +329,21 @@ def test_a_long_served_boots_chart_is_the_same_when_the_database_averages_its_bi
             for name in a[col]:
                 assert a[col][name].index.equals(b[col][name].index)
                 assert ((a[col][name] - b[col][name]).abs().fillna(0) < 1e-9).all()
+
+
+@pytest.mark.parametrize("intervals", [3000, 3009])  # an odd and an even count of busy intervals
+def test_a_long_served_boots_report_is_the_same_when_the_database_computes_it(db, cli, tmp_path, monkeypatch,
+                                                                             intervals):
+    from ledger import runtime
+    from ledger.db.connect import connect
+
+    assert cli("ingest", str(_served_log(tmp_path / "served.log", intervals)), "--year", "2026").exit_code == 0
+    ledger = connect(db, mode="read")
+    whole = runtime.runtime_report(ledger, "1")
+    monkeypatch.setattr(runtime, "LARGE_BOOT", 1000)  # 6,000 intervals and more: past it
+    computed = runtime.runtime_report(ledger, "1")
+    assert computed["decode_tps"] == pytest.approx(whole["decode_tps"])
+    assert computed["prefix_cache_hit_rate_pct"] == pytest.approx(whole["prefix_cache_hit_rate_pct"])
+    same = ("engines", "stats_intervals", "peak_gpu_kv_cache_usage_pct", "spec_decode", "ended", "uptime_seconds")
+    assert {k: computed[k] for k in same} == {k: whole[k] for k in same}
+    assert whole["stats_intervals"] == 2 * intervals and whole["decode_tps"]["intervals_with_running_requests"] > 5000
