@@ -296,7 +296,14 @@ def _binned_runtime(s: Any, bid: int) -> pd.DataFrame | None:
     S = m.RuntimeSample.c
     bucket = (R.logged_at_num // width).label("bucket")  # the bin's start is bucket * width
     series = RUNTIME_SERIES + SPEC_SERIES
-    q = (select(S.kind, func.min(S.line), bucket, S.engine, *(func.avg(getattr(S, c)) for c in series))
+    def mean(c: str) -> Any:
+        # decode speed is a figure of the intervals that decoded (charts.runtime_series): an idle
+        # interval's 0 t/s is not averaged into its bin
+        if c == "generation_throughput_tps":
+            return func.avg(case((S.running_reqs > 0, S.generation_throughput_tps)))
+        return func.avg(getattr(S, c))
+
+    q = (select(S.kind, func.min(S.line), bucket, S.engine, *(mean(c) for c in series))
          .select_from(join(m.RuntimeSample, R, and_(R.boot_id == S.boot_id, R.id == S.id)))
          .where(S.boot_id == bid, R.logged_at_num.is_not(None))
          .group_by(S.kind, S.engine, bucket).order_by(bucket, S.kind, S.engine))
