@@ -554,6 +554,8 @@ def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
         for piece in rows_stream(result.rows, result.columns, fmt, flexible=result.columns):
             click.echo(piece, nl=False)
         click.echo()
+        if note := result.note():
+            click.echo(note, err=True)
 
 
 @main.command()

@@ -12,7 +12,7 @@ import json
 import statistics
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, case, func, select
 
 from ledger.parsers.vocabulary import Outcome, Phase
 
@@ -46,28 +46,34 @@ def _quantiles(values: list[float]) -> dict[str, float | None]:
     return {"median": statistics.median(values), "p10": deciles[0], "p90": deciles[-1], "max": max(values)}
 
 
+# past this many samples of a kind the report's figures are computed by the database (a sort
+# per quantile) instead of a Python row per sample: a boot of 10^6 held them all
+LARGE_BOOT = 50_000
+
+
 def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
     with ledger.Session() as s:
         boot = resolve_boot(s, ref)
         S = m.RuntimeSample.c
-        stats = s.execute(select(S.generation_throughput_tps, S.running_reqs, S.gpu_kv_cache_usage_pct,
-                                 S.prefix_cache_hit_rate_pct, S.engine, S.logged_at)
-                          .where(S.boot_id == boot.id, S.kind == "engine_stats").order_by(S.line)).all()
-        spec = s.execute(select(S.spec_mean_acceptance_length, S.spec_draft_acceptance_rate_pct,
-                                S.spec_accepted_tokens, S.spec_drafted_tokens)
-                         .where(S.boot_id == boot.id, S.kind == "spec_decode").order_by(S.line)).all()
+        n_stats, n_spec = s.execute(select(func.count(case((S.kind == "engine_stats", 1))),
+                                           func.count(case((S.kind == "spec_decode", 1))))
+                                    .where(S.boot_id == boot.id)).one()
+        if max(n_stats, n_spec) > LARGE_BOOT:
+            figures = _figures_in_sql(s, boot.id)
+        else:
+            stats = s.execute(select(S.generation_throughput_tps, S.running_reqs, S.gpu_kv_cache_usage_pct,
+                                     S.prefix_cache_hit_rate_pct, S.engine, S.logged_at)
+                              .where(S.boot_id == boot.id, S.kind == "engine_stats").order_by(S.line)).all()
+            spec = s.execute(select(S.spec_mean_acceptance_length, S.spec_draft_acceptance_rate_pct,
+                                    S.spec_accepted_tokens, S.spec_drafted_tokens)
+                             .where(S.boot_id == boot.id, S.kind == "spec_decode").order_by(S.line)).all()
+            figures = _figures(stats, spec)
         failures = [f for f in boot.failures]
         ready_at, ended_at, outcome = boot.ready_at, boot.ended_at, boot.outcome
         name = deploy_name(boot.deploy)
         year_inferred = bool(boot.year_inferred)
         bid = boot.id
         access, requests = boot.access_lines, boot.request_lines
-    busy = [r[0] for r in stats if r[0] is not None and (r[1] or 0) > 0]
-    kv = [r[2] for r in stats if r[2] is not None]
-    hits = [r[3] for r in stats if r[3] is not None]
-    engines = sorted({r[4] for r in stats if r[4] is not None})
-    accept_len = [r[0] for r in spec if r[0] is not None]
-    accept_rate = [r[1] for r in spec if r[1] is not None]
     at_runtime = [f for f in failures if f.phase == Phase.runtime]
     crash = at_runtime[0] if at_runtime else None
     # the figures of the first runtime failure that printed any (an OOM behind "WorkerProc hit an exception")
@@ -77,17 +83,7 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
         "boot": boot_id(bid),
         "deploy": name,
         "outcome": outcome,
-        "engines": engines,
-        "stats_intervals": len(stats),
-        "decode_tps": {**_quantiles(busy), "intervals_with_running_requests": len(busy)},
-        "peak_gpu_kv_cache_usage_pct": max(kv) if kv else None,
-        "prefix_cache_hit_rate_pct": {"mean": statistics.fmean(hits) if hits else None,
-                                      "last": hits[-1] if hits else None},
-        "spec_decode": {
-            "reports": len(spec),
-            "mean_acceptance_length": statistics.fmean(accept_len) if accept_len else None,
-            "draft_acceptance_rate_pct": statistics.fmean(accept_rate) if accept_rate else None,
-        },
+        **figures,
         "requests": {"access_lines": access, "request_lines": requests},
         "year_inferred": year_inferred,  # of ready_at, ended_at and the crash's time alike
         "ready_at": iso(ready_at),
@@ -98,3 +94,120 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
                    "figures": json.loads(figured.figures) if figured else {}} if crash else
                   {"how": _ENDED.get(outcome, outcome)}),
     }
+
+
+def _figures(stats: Any, spec: Any) -> dict[str, Any]:
+    """The report's figures from every sample's row."""
+    busy = [r[0] for r in stats if r[0] is not None and (r[1] or 0) > 0]
+    kv = [r[2] for r in stats if r[2] is not None]
+    hits = [r[3] for r in stats if r[3] is not None]
+    accept_len = [r[0] for r in spec if r[0] is not None]
+    accept_rate = [r[1] for r in spec if r[1] is not None]
+    return {
+        "engines": sorted({r[4] for r in stats if r[4] is not None}),
+        "stats_intervals": len(stats),
+        "decode_tps": {**_quantiles(busy), "intervals_with_running_requests": len(busy)},
+        "peak_gpu_kv_cache_usage_pct": max(kv) if kv else None,
+        "prefix_cache_hit_rate_pct": {"mean": statistics.fmean(hits) if hits else None,
+                                      "last": hits[-1] if hits else None},
+        "spec_decode": {
+            "reports": len(spec),
+            "mean_acceptance_length": statistics.fmean(accept_len) if accept_len else None,
+            "draft_acceptance_rate_pct": statistics.fmean(accept_rate) if accept_rate else None,
+        },
+    }
+
+
+def _figures_in_sql(s: Any, bid: int) -> dict[str, Any]:
+    """The same figures computed by the database: counts, max and means by aggregates, each
+    quantile read at its place in the sorted values (as ``statistics.quantiles`` interpolates
+    them, method "inclusive"), the last prefix hit rate by the line order."""
+    S = m.RuntimeSample.c
+    stats = and_(S.boot_id == bid, S.kind == "engine_stats")
+    spec = and_(S.boot_id == bid, S.kind == "spec_decode")
+    gen = S.generation_throughput_tps
+    busy = and_(stats, gen.is_not(None), func.coalesce(S.running_reqs, 0) > 0)
+    n_stats, n_busy, peak, hits = s.execute(select(func.count(), func.count(case((busy, 1))),
+                                                   func.max(S.gpu_kv_cache_usage_pct),
+                                                   func.avg(S.prefix_cache_hit_rate_pct)).where(stats)).one()
+    last = s.execute(select(S.prefix_cache_hit_rate_pct).where(stats, S.prefix_cache_hit_rate_pct.is_not(None))
+                     .order_by(S.line.desc()).limit(1)).scalar()
+    engines = sorted(s.execute(select(S.engine).where(stats, S.engine.is_not(None)).distinct()).scalars())
+    n_spec, accept_len, accept_rate = s.execute(select(func.count(), func.avg(S.spec_mean_acceptance_length),
+                                                       func.avg(S.spec_draft_acceptance_rate_pct)).where(spec)).one()
+
+    def at(i: int) -> float:
+        return float(s.execute(select(gen).where(busy).order_by(gen).limit(1).offset(i)).scalar_one())
+
+    def number(v: Any) -> float | None:
+        return None if v is None else float(v)
+
+    if n_busy == 0:
+        decode: dict[str, float | None] = _quantiles([])
+    elif n_busy == 1:
+        decode = _quantiles([at(0)])
+    else:
+        def cut(i: int, n: int = 10) -> float:
+            j, delta = divmod(i * (n_busy - 1), n)
+            lo = at(j)
+            return (lo * (n - delta) + (at(j + 1) if delta else lo) * delta) / n
+
+        half = n_busy // 2
+        median = at(half) if n_busy % 2 else (at(half - 1) + at(half)) / 2
+        decode = {"median": median, "p10": cut(1), "p90": cut(9), "max": at(n_busy - 1)}
+    return {
+        "engines": engines,
+        "stats_intervals": n_stats,
+        "decode_tps": {**decode, "intervals_with_running_requests": n_busy},
+        "peak_gpu_kv_cache_usage_pct": number(peak),
+        "prefix_cache_hit_rate_pct": {"mean": number(hits), "last": number(last)},
+        "spec_decode": {"reports": n_spec, "mean_acceptance_length": number(accept_len),
+                        "draft_acceptance_rate_pct": number(accept_rate)},
+    }
+
+
+def render_runtime(r: dict[str, Any]) -> str:
+    from .render.table import figures_text
+
+    def f(v: Any, fmt: str = "{:.1f}") -> str:
+        return "—" if v is None else fmt.format(v)
+
+    d = r["decode_tps"]
+    sp = r["spec_decode"]
+    up = r["uptime_seconds"]
+    lines = [f"boot {r['boot']} — {r['deploy']} — {r['outcome']}"]
+    if r["stats_intervals"]:
+        lines += [
+            f"  decode t/s     median {f(d['median'])}  p10 {f(d['p10'])}  p90 {f(d['p90'])}  max {f(d['max'])}"
+            f"  over {d['intervals_with_running_requests']} of {r['stats_intervals']} stats intervals with running "
+            f"requests (engines {', '.join(map(str, r['engines'])) or '—'})",
+            f"  KV usage       peak {f(r['peak_gpu_kv_cache_usage_pct'])}%",
+            f"  prefix hits    mean {f(r['prefix_cache_hit_rate_pct']['mean'])}%  last "
+            f"{f(r['prefix_cache_hit_rate_pct']['last'])}%",
+        ]
+    else:  # a boot-only log: nothing to take a median of
+        lines.append("  stats          no stats intervals in this log (decode, KV usage and prefix hits are "
+                     "read from them)")
+    if sp["reports"]:
+        lines.append(f"  spec decode    {sp['reports']} reports, mean acceptance length "
+                     f"{f(sp['mean_acceptance_length'], '{:.2f}')}, draft acceptance {f(sp['draft_acceptance_rate_pct'])}%")
+    else:
+        lines.append("  spec decode    no spec-decode reports in this log")
+    lines += [
+        f"  requests       {r['requests']['access_lines']:,} access lines, {r['requests']['request_lines']:,} request lines",
+        f"  uptime         {'—' if up is None else str(dt.timedelta(seconds=int(up)))} "
+        f"(ready {r['ready_at'] or '—'}, end {r['ended_at'] or '—'})",
+    ]
+    e = r["ended"]
+    if e["how"] == "crashed":
+        shown = figures_text(e["figures"])
+        after = e["seconds_after_ready"]
+        lines.append(f"  ended          crashed: {', '.join(e['kinds'])} from line {e['line']}"
+                     + (f", {dt.timedelta(seconds=int(after))} after ready" if after is not None else "")
+                     + (f" ({shown})" if shown else ""))
+    else:
+        lines.append(f"  ended          {e['how']}")
+    from .render.terminal import width
+    from .render.wrap import wrap_labelled
+
+    return "\n".join(wrap_labelled(lines, width()))

@@ -331,3 +331,15 @@ def test_a_boot_from_a_pipe_is_stored_under_the_source_name_given(db, cli):
 def test_a_source_name_names_one_log_only(db, cli, tmp_path):
     r = cli("ingest", str(RESTART), str(RESTART), "--source-name", "x")
     assert r.exit_code == 2 and r.output.startswith("Error: --source-name names one LOG")
+
+
+def test_the_decode_bins_the_database_averages_leave_idle_intervals_out_too(db, cli, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from ledger.serve import data
+
+    monkeypatch.setattr(data, "DOWNSAMPLE_OVER", 1000)  # 2,000 intervals: binned by the database
+    frame, report, charts = _chart_of(db, cli, _served(tmp_path, 2000))
+    assert frame.attrs.get("bin")  # the SQL path
+    series, _, _ = charts.runtime_series(frame)
+    decode = next(iter(series["generation_throughput_tps"].values())).dropna()
+    assert len(decode) and decode.min() == decode.max() == 121.5

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ RULE_KEYS = {"pattern", "samples", "units", "anchor", "rank_from_prefix", "failu
 MAX_TEXT_FIELDS = 2
 # what matching a rule may cost on a near miss of its own samples (probed at load)
 MAX_PROBE_SECONDS = 0.25
+# a pack is a few KiB of TOML (the bundled one: 3 KiB); a larger file is not read
+MAX_PACK_BYTES = 1024 * 1024
 BUNDLED_DIR = Path(__file__).resolve().parent / "packs"
 
 
@@ -82,14 +85,7 @@ def _rule_error(path: Path, index: int, msg: str) -> PackError:
 
 def load_pack(path: str | Path, origin: str = "--grammar") -> Pack:
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise PackError(f"{path}: no such grammar pack") from None
-    except IsADirectoryError:
-        raise PackError(f"{path}: is a directory, not a grammar pack") from None
-    except OSError as exc:
-        raise PackError(f"{path}: cannot read: {exc.strerror}") from None
+    raw = _read_pack(path)
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -114,6 +110,29 @@ def load_pack(path: str | Path, origin: str = "--grammar") -> Pack:
     for index, r in enumerate(rules_doc, start=1):
         pack.rules.append(_load_rule(path, name, index, r))
     return pack
+
+
+def _read_pack(path: Path) -> bytes:
+    """A pack file's bytes, at most ``MAX_PACK_BYTES``: a device (``/dev/zero``), a named pipe
+    or a file larger than any pack is refused before it is read, as a log that is a device is."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise PackError(f"{path}: is a directory, not a grammar pack")
+        if not stat.S_ISREG(st.st_mode):  # /dev/zero, /dev/urandom, a FIFO: endless, or no pack
+            raise PackError(f"{path}: is a device, not a grammar pack (a pack is a TOML file)")
+        if st.st_size > MAX_PACK_BYTES:
+            raise PackError(f"{path}: {st.st_size:,} bytes is too large for a grammar pack "
+                            f"(at most {MAX_PACK_BYTES // 2**20} MiB)")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PACK_BYTES + 1)  # a file that grew after the stat is cut here
+    except FileNotFoundError:
+        raise PackError(f"{path}: no such grammar pack") from None
+    except OSError as exc:
+        raise PackError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(raw) > MAX_PACK_BYTES:
+        raise PackError(f"{path}: too large for a grammar pack (at most {MAX_PACK_BYTES // 2**20} MiB)")
+    return raw
 
 
 def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
@@ -214,10 +233,8 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
 def _probe_cost(path: Path, index: int, rule: Rule, samples: list[str]) -> None:
     """Refuse a rule whose matching backtracks badly: its pattern is timed on near misses of
     its own samples (the sample cut short or run on, and the anchor, alone or where the sample
-    has it, followed by up to 2 KiB of words), the lines that cost a backtracking pattern the
-    most."""
-    import time
-
+    has it, followed by up to 2 KiB of words; the sample with every field's text made longer
+    and longer, ``_grown_fields``), the lines that cost a backtracking pattern the most."""
     for sample in samples:
         message = parse_line(0, sample).message
         at = message.find(rule.anchor)
@@ -227,13 +244,53 @@ def _probe_cost(path: Path, index: int, rule: Rule, samples: list[str]) -> None:
         probes = [message[:-1], message + " x" * 16,
                   *(p + " ab" * n for n in (50, 150, 300, 700) for p in (rule.anchor, head))]
         for probe in probes:
-            started = time.perf_counter()
-            rule.search(probe)
-            spent = time.perf_counter() - started
+            spent = _timed(rule, probe)
             if spent > MAX_PROBE_SECONDS:
                 raise _rule_error(path, index, f"pattern {rule.pattern!r} backtracks: {spent * 1000:.0f} ms on a "
                                                f"line that nearly matches its sample (at most "
                                                f"{MAX_PROBE_SECONDS * 1000:.0f} ms); give its fields types")
+        # the sample with each field's text run on (12 digits of twelve {d} fields: one
+        # split; 40 digits: 10^10 splits to try before a near miss fails), longer and longer
+        for grown in _grown_fields(rule, message):
+            for probe in grown:
+                spent = _timed(rule, probe)
+                if spent > MAX_PROBE_SECONDS:
+                    raise _rule_error(path, index, f"pattern {rule.pattern!r} backtracks: {spent * 1000:.0f} ms on "
+                                                   f"its sample with longer figures (at most "
+                                                   f"{MAX_PROBE_SECONDS * 1000:.0f} ms); put literal text between "
+                                                   f"its fields")
+
+
+def _timed(rule: Rule, probe: str) -> float:
+    import time
+
+    started = time.perf_counter()
+    rule.search(probe)
+    return time.perf_counter() - started
+
+
+# how much longer each field's text is made, step by step: a cost exponential in the length is
+# caught a few steps past the sample, before one probe takes seconds
+_GROWTH = (1, 2, 3, 4, 6, 8, 11, 14, 18, 23, 28)
+
+
+def _grown_fields(rule: Rule, message: str) -> list[list[str]]:
+    """Near misses of a sample, step by step: each field's matched text run on (its last
+    character repeated), the line then cut short, run on into text no field reads, or cut after
+    its last field."""
+    found = rule.search(message)
+    spans = sorted(getattr(found, "spans", {}).values()) if found is not None else []
+    spans = [(a, b) for a, b in spans if b > a]
+    steps = []
+    for k in _GROWTH:
+        parts, last, end = [], 0, 0
+        for _start, b in spans:
+            parts.append(message[last:b] + message[b - 1] * k)
+            last = b
+            end = sum(map(len, parts))
+        grown = "".join(parts) + message[last:]
+        steps.append([grown[:-1], grown + "#", grown[:end] + "#"])
+    return steps if spans else []
 
 
 # -- finding packs ----------------------------------------------------------------------------------

@@ -242,10 +242,13 @@ def runtime_series(frame: pd.DataFrame, split: bool = False) -> tuple[dict[str, 
     timed = not stats.empty and bool(stats["at"].notna().all())
     stats["engine"] = stats["engine"].fillna(0).astype(int)
     engines = sorted(stats["engine"].unique())
-    if timed:
+    if timed and "bin" in frame.attrs:  # averaged per bin by the database (data.runtime_frame)
+        step, size = frame.attrs["step"], frame.attrs["bin"]
+    elif timed:
         first = stats[stats["engine"] == engines[0]]["at"]
         step = _step(first)
         size = _bin((first.max() - first.min()).total_seconds(), step)
+    if timed:
         xlabel, how = "log time", f"mean per {size}" if size else "every stats interval"
         # engines print their intervals within a second or two of each other: a round of
         # intervals is the interval they fall in

@@ -133,24 +133,83 @@ def _boots(n: int) -> str:
     return f"{n} boot{'s' if n != 1 else ''}"
 
 
+# past this many stats intervals a chart's bins are averaged in SQL: a page costs what it draws,
+# not a row of Python per sample (a 10-hour DP=4 log has 14,400; one of 10^6 took 14 s and 1 GB)
+DOWNSAMPLE_OVER = 50_000
+
+
 def runtime_frame(ledger: Ledger, ref: str, report: dict[str, Any] | None = None
                   ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A boot's runtime samples (one row per stats interval or spec-decode report, ``at`` the
     log time as a datetime) and its ``ledger runtime`` report (the crash is marked from it;
-    pass it when the caller has it already)."""
+    pass it when the caller has it already).  A boot of more than ``DOWNSAMPLE_OVER`` timed
+    stats intervals comes as one row per engine and chart bin, the bin's means, averaged by the
+    database (``frame.attrs``: the bin and the interval, for ``charts.runtime_series``)."""
     import pandas as pd
 
     with ledger.Session() as s:
         b = resolve_boot(s, ref)
-        S = m.RuntimeSample.c
-        cols = [S.kind, S.line, S.logged_at, S.engine, *(getattr(S, c) for c in RUNTIME_SERIES + SPEC_SERIES)]
-        rows = s.execute(select(*cols).where(S.boot_id == b.id).order_by(S.line)).all()
         bid = b.id
+        frame = _binned_runtime(s, bid)
+        if frame is None:
+            S = m.RuntimeSample.c
+            cols = [S.kind, S.line, S.logged_at, S.engine, *(getattr(S, c) for c in RUNTIME_SERIES + SPEC_SERIES)]
+            rows = s.execute(select(*cols).where(S.boot_id == bid).order_by(S.line)).all()
+            names = ["kind", "line", "logged_at", "engine", *RUNTIME_SERIES, *SPEC_SERIES]
+            frame = pd.DataFrame.from_records(rows, columns=names)
+            frame["at"] = pd.to_datetime(frame["logged_at"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
     report = report if report is not None else runtime_report(ledger, str(bid))
-    names = ["kind", "line", "logged_at", "engine", *RUNTIME_SERIES, *SPEC_SERIES]
-    frame = pd.DataFrame.from_records(rows, columns=names)
-    frame["at"] = pd.to_datetime(frame["logged_at"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
     return frame, report
+
+
+def _binned_runtime(s: Any, bid: int) -> pd.DataFrame | None:
+    """The samples of a long-served boot averaged per kind, engine and chart bin, by the
+    database; None for a boot the chart draws from every sample (at most ``DOWNSAMPLE_OVER``
+    stats intervals, or times the log did not print as dates)."""
+    import pandas as pd
+    from sqlalchemy import and_, case, join
+
+    from .charts import _bin
+
+    R = m.RuntimeSampleRow
+    stats = R.kind == 0  # staging.KIND_CODES: engine_stats
+    n, untimed = s.execute(select(func.count(), func.count(case((R.logged_at_num.is_(None), 1))))
+                           .where(R.boot_id == bid, stats)).one()
+    if n <= DOWNSAMPLE_OVER or untimed:
+        return None
+    # the first engine's span and mean interval pick the bin, as charts.runtime_series does
+    first = s.execute(select(func.min(func.coalesce(R.engine, 0))).where(R.boot_id == bid, stats)).scalar()
+    count, lo, hi = s.execute(select(func.count(), func.min(R.logged_at_num), func.max(R.logged_at_num))
+                              .where(R.boot_id == bid, stats, func.coalesce(R.engine, 0) == first)).one()
+    if count < 2 or hi <= lo:
+        return None
+    step = (hi - lo) / (count - 1)
+    size = _bin(float(hi - lo), step)
+    if size is None:
+        return None
+    width = int(pd.Timedelta(size).total_seconds())
+    S = m.RuntimeSample.c
+    bucket = (R.logged_at_num // width).label("bucket")  # the bin's start is bucket * width
+    series = RUNTIME_SERIES + SPEC_SERIES
+    def mean(c: str) -> Any:
+        # decode speed is a figure of the intervals that decoded (charts.runtime_series): an idle
+        # interval's 0 t/s is not averaged into its bin
+        if c == "generation_throughput_tps":
+            return func.avg(case((S.running_reqs > 0, S.generation_throughput_tps)))
+        return func.avg(getattr(S, c))
+
+    q = (select(S.kind, func.min(S.line), bucket, S.engine, *(mean(c) for c in series))
+         .select_from(join(m.RuntimeSample, R, and_(R.boot_id == S.boot_id, R.id == S.id)))
+         .where(S.boot_id == bid, R.logged_at_num.is_not(None))
+         .group_by(S.kind, S.engine, bucket).order_by(bucket, S.kind, S.engine))
+    names = ["kind", "line", "bucket", "engine", *series]
+    frame = pd.DataFrame.from_records(s.execute(q).all(), columns=names)
+    for c in series:
+        frame[c] = pd.to_numeric(frame[c], errors="coerce")
+    frame["at"] = pd.to_datetime(frame["bucket"].astype("int64") * width, unit="s")
+    frame["logged_at"] = frame["at"].dt.strftime("%Y-%m-%d %H:%M:%S")
+    frame.attrs.update(bin=size, step=step)
+    return frame.drop(columns="bucket")
 
 
 # -- a read-only server's memory -------------------------------------------------------------------------
@@ -163,15 +222,22 @@ class Cache:
     deploys, a renamed deploy or a deploy setting.  A cheap fingerprint of those (a few
     milliseconds) is taken on every request, and an object built under another fingerprint is
     not used.  Worth it because the reconciliation views are evaluated over every boot (about a
-    second at 5,000 boots)."""
+    second at 5,000 boots).
 
-    def __init__(self, ledger: Ledger, size: int = 64):
+    Identical requests in flight are built once: the first builds, the others wait for its
+    object (six requests for one heavy page cost one build, not six at once).  At most
+    ``heavy`` objects are built at a time (the machine's cores); the others queue."""
+
+    def __init__(self, ledger: Ledger, size: int = 64, heavy: int = 2):
         import threading
         from collections import OrderedDict
 
         self.ledger, self.size = ledger, size
         self.items: OrderedDict[Any, Any] = OrderedDict()
         self.lock = threading.Lock()
+        self.flights: dict[Any, _Flight] = {}  # objects being built, by key
+        self.heavy = threading.BoundedSemaphore(heavy)
+        self._building = threading.local()  # a build that asks for another (a page for its object)
 
     def fingerprint(self) -> tuple[Any, ...]:
         import hashlib
@@ -191,12 +257,52 @@ class Cache:
             if full in self.items:
                 self.items.move_to_end(full)
                 return self.items[full]
-        value = make()
-        with self.lock:
-            self.items[full] = value
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-        return value
+            flight = self.flights.get(full)
+            leader = flight is None
+            if flight is None:
+                flight = self.flights[full] = _Flight()
+        if not leader:
+            return flight.result()
+        try:
+            nested = getattr(self._building, "depth", 0) > 0  # holds a slot already
+            if not nested:
+                self.heavy.acquire()
+            self._building.depth = getattr(self._building, "depth", 0) + 1
+            try:
+                flight.value = make()
+            finally:
+                self._building.depth -= 1
+                if not nested:
+                    self.heavy.release()
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with self.lock:
+                if flight.error is None:
+                    self.items[full] = flight.value
+                    while len(self.items) > self.size:
+                        self.items.popitem(last=False)
+                self.flights.pop(full, None)
+            flight.done.set()
+        return flight.value
+
+
+class _Flight:
+    """One object being built: its followers wait for it."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def result(self) -> Any:
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 def jsonable(obj: Any) -> Any:
