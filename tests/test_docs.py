@@ -94,7 +94,8 @@ def test_the_readme_tour_runs_as_written(tmp_path):
     outputs = []
     for line in lines:
         command = line.replace(".venv/bin/ledger", ledger).replace("tour.db", db)
-        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # as on a pipe: not fitted
+        # wide enough that nothing is fitted or wrapped, whatever the suite's terminal
+        env = {**os.environ, "COLUMNS": "10000"}
         done = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, check=False, env=env)
         assert done.returncode == 0 and done.stderr == "", (line, done.stderr)
         outputs.append(done.stdout)
