@@ -311,3 +311,14 @@ def test_the_readme_tour_is_what_the_commands_print(db, cli, monkeypatch):
     for cmd, expected in runs:
         r = cli(*shlex.split(cmd)[1:])
         assert r.output.rstrip("\n").splitlines() == expected, cmd
+
+
+def test_the_readmes_commit_message_commands_are_the_tours():
+    """The README shows the tour's commands (note, sweep, check --against); docs/notes.md shows
+    what they print, held by the test above."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## A commit message from the ledger"):]
+    block = section[section.index("```bash\n") + 8:section.index("```", section.index("```bash\n") + 8)]
+    tour = (ROOT / "docs" / "notes.md").read_text()
+    tour = tour[tour.index("<!-- tour:"):tour.index("<!-- /tour -->")]
+    assert block.strip().splitlines() == [line[2:] for line in tour.splitlines() if line.startswith("$ ledger")]
