@@ -92,10 +92,11 @@ class UsageFailure(click.UsageError):
     command's ``--help`` (click's own form puts the usage synopsis and a blank line first)."""
 
     def show(self, file: Any = None) -> None:
-        hint = ""
-        if self.ctx is not None and self.ctx.command.get_help_option(self.ctx) is not None:
-            hint = f"\nTry '{self.ctx.command_path} --help' for help."
-        click.echo(f"Error: {self.format_message()}{hint}", file=file or sys.stderr)
+        from .render.usage import usage_error
+
+        has_help = self.ctx is not None and self.ctx.command.get_help_option(self.ctx) is not None
+        click.echo(usage_error(self.format_message(), self.ctx.command_path if has_help and self.ctx else None),
+                   file=file or sys.stderr)
 
 
 class LedgerGroup(click.Group):
@@ -895,9 +896,10 @@ def deploy_move(refs: tuple[str, ...], commit: str | None, image: str | None, la
     info = DeployInfo(commit.lower() if commit else None, image, label, None, relabel) if by_identity else None
     with _writing(db) as ledger:
         report = move_to_deploy(ledger, boots, target, info)
-    for moved in report["from"]:
-        ids = ", ".join(map(str, moved["boots"]))
-        click.echo(f"boot{'s' if len(moved['boots']) != 1 else ''} {ids}: {moved['deploy']} -> {report['deploy']}")
+    from .render.deploys import moved_lines
+
+    for line in moved_lines(report):
+        click.echo(line)
 
 
 @deploy.command("list")
@@ -966,17 +968,11 @@ def model_list(fmt: str, db: str | None) -> None:
       ledger model list --format json
     """
     from .kvformula import MODEL_COLUMNS, list_models
-    from .render import rows_text
-    from .render.formula import human_model
+    from .render.formula import models_text
 
     with _reading(db) as ledger:
         rows = list_models(ledger)
-    cols = ["name", "layout", "layers", "attn_layers", "num_kv_heads", "head_size", "mamba_layers", "model_dtype",
-            "boots", "source"] if fmt in ("table", "markdown") else [*MODEL_COLUMNS, "architecture", "config_sha256"]
-    if fmt in ("table", "markdown") and not rows:
-        click.echo("no model geometry recorded (ledger model add PATH)")
-        return
-    click.echo(rows_text(rows, cols, fmt, human=human_model, flexible=("name", "source")))
+    click.echo(models_text(rows, fmt, MODEL_COLUMNS))
 
 
 @main.command()

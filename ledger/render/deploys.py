@@ -54,3 +54,10 @@ def rm_kept() -> str:
 
 def rm_done(n: int) -> str:
     return f"removed {_boots(n)}"
+
+
+def moved_lines(report: dict[str, Any]) -> Iterator[str]:
+    """``ledger deploy move``: a line per deploy the boots left, ``boots 7, 8: a -> b``."""
+    for moved in report["from"]:
+        ids = ", ".join(map(str, moved["boots"]))
+        yield f"boot{'s' if len(moved['boots']) != 1 else ''} {ids}: {moved['deploy']} -> {report['deploy']}"

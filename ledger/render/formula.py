@@ -30,3 +30,16 @@ def render_model_added(obj: dict[str, Any]) -> str:
 def human_model(row: dict[str, Any]) -> dict[str, Any]:
     """A ``model list`` row for the terminal: empty cells for what the layout does not have."""
     return {k: ("" if v is None else v) for k, v in row.items()}
+
+
+def models_text(rows: list[dict[str, Any]], fmt: str, every: list[str]) -> str:
+    """``ledger model list``: for people the geometry's figures and where it came from; csv and
+    JSON ``every`` column (``kvformula.MODEL_COLUMNS``)."""
+    from . import rows_text
+
+    people = fmt in ("table", "markdown")
+    if people and not rows:
+        return "no model geometry recorded (ledger model add PATH)"
+    cols = ["name", "layout", "layers", "attn_layers", "num_kv_heads", "head_size", "mamba_layers", "model_dtype",
+            "boots", "source"] if people else [*every, "architecture", "config_sha256"]
+    return rows_text(rows, cols, fmt, human=human_model, flexible=("name", "source"))
