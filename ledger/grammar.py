@@ -33,6 +33,9 @@ def check_pack(pack: str, logs: list[str]) -> dict[str, Any]:
     from ledger.parsers.packs import Pack, check, load_pack, resolve
 
     if pack == "vllm":  # the built-in grammar alone: what does it leave unread?
+        from ledger.parsers.vllm import check_samples
+
+        check_samples()  # every built-in rule still reads its samples, as a pack's are checked at load
         p = Pack("vllm", "built-in", Path("(built-in)"), "built-in")
     else:
         p = load_pack(resolve(pack))

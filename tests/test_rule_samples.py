@@ -25,6 +25,10 @@ def test_every_sample_says_what_it_yields_and_where_it_is_from():
             assert (s.yields is None) == (rule.kind is Kind.counted), rule.name
 
 
+def test_the_whole_grammar_passes_its_sample_check():
+    vllm.check_samples()
+
+
 def test_every_sample_reads_as_it_says():
     problems = [(r.name, p) for r in BUILTIN_RULES for s in r.samples if (p := sample_problem(r, s))]
     assert problems == []
@@ -47,13 +51,13 @@ def test_a_sample_the_rule_does_not_read_is_refused():
     assert "does not contain the anchor" in sample_problem(rule, Sample("KV cache: 5 tokens", {}, "here"))
 
 
-def test_a_builtin_rule_that_stops_reading_its_sample_fails_the_import_check():
-    """What importing the grammar runs: a rule whose pattern no longer reads its sample line
-    (a wording widened the wrong way) is refused with its name."""
+def test_a_builtin_rule_that_stops_reading_its_sample_fails_the_sample_check():
+    """What the suite (and ``ledger grammar check vllm``) runs: a rule whose pattern no longer
+    reads its sample line (a wording widened the wrong way) is refused with its name."""
     broken = FactRule(name="v1_kv_tokens", anchor="GPU KV cache size: ", pattern=r"GPU KV cache size: (?P<n>x)",
                       fields={"n": ("kv_cache_tokens", "tokens")})
     with pytest.raises(RuntimeError, match="rule v1_kv_tokens: sample .* does not match"):
-        vllm._carry_samples([broken if r.name == "v1_kv_tokens" else r for r in BUILTIN_RULES])
+        vllm.check_samples([broken if r.name == "v1_kv_tokens" else r for r in BUILTIN_RULES])
 
 
 def test_a_builtin_rule_without_a_sample_fails_the_import_check():
