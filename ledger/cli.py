@@ -28,6 +28,19 @@ if TYPE_CHECKING:
 
 DB_HELP = "Ledger file or SQLAlchemy URL (env LEDGER_DB; default ~/.local/share/ledger/ledger.db)."
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
+
+
+def _checked_commit(commit: str | None) -> str | None:
+    """``--commit`` as stored (lower case), or one Error line: a hex sha of 7 to 64 digits."""
+    if commit is not None and not _COMMIT.match(commit):
+        raise LedgerError(f"--commit {commit}: expected a hex sha of 7 to 64 digits")
+    return commit.lower() if commit else commit
+
+
+def _check_image(image: str | None) -> None:
+    if image and not _DIGEST.match(image):
+        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
 
 
 def db_option(f):
@@ -195,9 +208,6 @@ def main(db: str | None) -> None:
 # -- ingest -------------------------------------------------------------------------------------
 
 
-_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
-
-
 @main.command()
 @click.argument("logs", nargs=-1, metavar="[LOG...]")
 @click.option("--container", metavar="NAME|ID",
@@ -278,11 +288,8 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
         raise LedgerError("--at-boot-time needs --repo DIR")
     if at_boot_time and commit:
         raise LedgerError("--at-boot-time takes each boot's commit from --repo; leave out --commit")
-    if commit is not None and not _COMMIT.match(commit):
-        raise LedgerError(f"--commit {commit}: expected a hex sha of 7 to 64 digits")
-    commit = commit.lower() if commit else commit
-    if image and not _DIGEST.match(image):
-        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
+    commit = _checked_commit(commit)
+    _check_image(image)
     rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
     if container or unit:
         from .origins import container_origin, journal_origin, unit_origin
@@ -884,10 +891,8 @@ def deploy_move(refs: tuple[str, ...], commit: str | None, image: str | None, la
     from .deploys import move_to_deploy
 
     by_identity = commit is not None or image is not None
-    if commit is not None and not _COMMIT.match(commit):
-        raise LedgerError(f"--commit {commit}: expected a hex sha of 7 to 64 digits")
-    if image and not _DIGEST.match(image):
-        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
+    _checked_commit(commit)
+    _check_image(image)
     if (label or relabel) and not by_identity:
         raise LedgerError("--label and --relabel go with --commit/--image (to rename a deploy: ledger deploy label)")
     boots, target = (list(refs), None) if by_identity else (list(refs[:-1]), refs[-1])
@@ -1110,8 +1115,7 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
     from .watch.session import Settings, Watch
     from .watch.sinks import Sinks
 
-    if image and not _DIGEST.match(image):
-        raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
+    _check_image(image)
     thresholds = Thresholds(kv_above=parse_percent("--kv-usage-above", kv_above),
                             kv_for=parse_duration("--for", kv_for),
                             decode_drop=parse_percent("--decode-drop", decode_drop),
