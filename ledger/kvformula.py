@@ -7,7 +7,6 @@ transaction; the ``kv_formula`` view (migration 0009) sets it against the measur
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -83,12 +82,6 @@ def list_models(ledger: Ledger) -> list[dict[str, Any]]:
     for r in rows:
         r["boots"] = used.get(r["name"], 0)
     return rows
-
-
-def geometry_figures(ledger: Ledger, name: str) -> dict[str, Any] | None:
-    with ledger.engine.connect() as conn:
-        row = conn.execute(text("SELECT figures FROM model_geometry WHERE name = :n"), {"n": name}).first()
-    return json.loads(row[0]) if row else None
 
 
 # -- the check line ---------------------------------------------------------------------------------
