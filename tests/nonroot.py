@@ -85,11 +85,18 @@ def run_as_user(*args: str, user: str = USER) -> Result:
             sys.stdout = open(1, "w", closefd=False, encoding="utf-8", errors="backslashreplace")
             sys.stderr = open(2, "w", closefd=False, encoding="utf-8", errors="backslashreplace")
             import importlib
+            import pkgutil
 
-            for name in _PRELOAD:
+            import ledger
+
+            # every module of the package, not a list kept by hand: a module added later (a
+            # report's renderer) is loaded while the code can still be read
+            package = [m.name for m in pkgutil.walk_packages(ledger.__path__, "ledger.")
+                       if not m.name.endswith("__main__") and ".migrations.versions." not in m.name]
+            for name in [*_PRELOAD, *package]:
                 try:
                     importlib.import_module(name)
-                except ImportError:
+                except Exception:  # noqa: BLE001 - an optional extra (serve, plot) not installed: not needed here
                     pass
             # the package's own data too: a new ledger's schema is read from a file beside the
             # code, which may also sit where the user cannot read (a clone in a private folder)
