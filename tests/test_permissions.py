@@ -23,6 +23,18 @@ def folder():
         yield path
 
 
+def _readable(folder: Path, log: Path) -> Path:
+    """A copy of a fixture that the user can read wherever the clone lives (a clone in a private
+    0700 folder, as mktemp makes, is closed to every other user)."""
+    copy = folder / "logs" / log.name
+    if not copy.exists():
+        copy.parent.mkdir(exist_ok=True)
+        copy.parent.chmod(0o755)
+        copy.write_bytes(log.read_bytes())
+        copy.chmod(0o644)
+    return copy
+
+
 def _owned_by_root_or_locked(path: Path, mode: int) -> None:
     """``path`` with ``mode`` for everyone but its owner (root, or the tests' own user: then the
     owner bits are taken away too)."""
@@ -58,7 +70,7 @@ def test_a_ledger_in_a_folder_the_user_cannot_enter(folder):
     locked.mkdir()
     _ledger(locked)
     _owned_by_root_or_locked(locked, 0o700)
-    for command in (["history"], ["ingest", str(F008)], ["sql", "select 1"], ["db", "current"]):
+    for command in (["history"], ["ingest", str(_readable(folder, F008))], ["sql", "select 1"], ["db", "current"]):
         r = run_as_user("--db", str(locked / "ledger.db"), *command)
         assert r.exit_code == 2 and "Traceback" not in r.output, r.output
         assert "permission denied" in r.output.lower(), r.output
@@ -88,7 +100,7 @@ def test_an_ingest_into_a_writable_file_in_a_read_only_folder_names_the_folder(f
     path = _ledger(ro, journal="DELETE")
     path.chmod(0o666)
     _owned_by_root_or_locked(ro, 0o755)
-    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    r = run_as_user("--db", str(path), "ingest", str(_readable(folder, F005)), "--year", "2026")
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
     assert f"folder {ro}" in r.output and "not writable" in r.output, r.output
 
@@ -96,7 +108,7 @@ def test_an_ingest_into_a_writable_file_in_a_read_only_folder_names_the_folder(f
 def test_a_read_only_ledger_file_is_said_so(folder):
     path = _ledger(folder)
     path.chmod(0o444)
-    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    r = run_as_user("--db", str(path), "ingest", str(_readable(folder, F005)), "--year", "2026")
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "read-only" in r.output, r.output
 
@@ -129,7 +141,7 @@ def _shared_ledger(folder: Path) -> Path:
     shared.mkdir()
     shared.chmod(0o1777)
     path = shared / "x.db"
-    r = run_as_user("--db", str(path), "ingest", str(F008))
+    r = run_as_user("--db", str(path), "ingest", str(_readable(folder, F008)))
     assert r.exit_code == 0, r.output
     assert path.stat().st_mode & 0o777 == 0o644
     return path
@@ -145,7 +157,7 @@ def test_a_read_by_another_user_leaves_nothing_that_blocks_the_owner(folder, com
     assert other is not None
     left = [p.name for p in path.parent.iterdir() if p.stat().st_uid == other[0]]
     assert left == [], f"{command} left {left} owned by {OTHER_USER}"
-    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    r = run_as_user("--db", str(path), "ingest", str(_readable(folder, F005)), "--year", "2026")
     assert r.exit_code == 0, r.output
 
 
@@ -161,14 +173,14 @@ def test_the_owners_write_names_the_files_another_users_read_left(folder):
         side.write_bytes(b"" if suffix == "-wal" else b"\0" * 32768)
         os.chown(side, *other)
         side.chmod(0o644)
-    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    r = run_as_user("--db", str(path), "ingest", str(_readable(folder, F005)), "--year", "2026")
     assert r.exit_code == 2 and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
     assert "x.db-shm" in r.output and OTHER_USER in r.output, r.output
     assert "folder is read-only" not in r.output and "file is read-only" not in r.output
     assert "remove" in r.output  # what to do: they are empty, nothing is lost
     for suffix in ("-wal", "-shm"):  # doing what it says
         path.with_name(path.name + suffix).unlink()
-    r = run_as_user("--db", str(path), "ingest", str(F005), "--year", "2026")
+    r = run_as_user("--db", str(path), "ingest", str(_readable(folder, F005)), "--year", "2026")
     assert r.exit_code == 0, r.output
 
 
