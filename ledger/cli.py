@@ -1115,6 +1115,7 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
     from .watch.session import Settings, Watch
     from .watch.sinks import Sinks
 
+    commit = _checked_commit(commit)
     _check_image(image)
     thresholds = Thresholds(kv_above=parse_percent("--kv-usage-above", kv_above),
                             kv_for=parse_duration("--for", kv_for),

@@ -149,6 +149,14 @@ def test_a_bad_option_is_one_line_and_exit_2(db, tmp_path):
     assert done.stderr.strip().splitlines() == ["Error: --for soon: expected a duration such as 30s, 5m or 2h"]
 
 
+def test_a_commit_that_is_not_a_hex_sha_is_refused_before_anything_is_watched(db, tmp_path):
+    """As ingest refuses it: a branch name stored as a deploy's commit could not be fixed."""
+    done = subprocess.run([sys.executable, "-m", "ledger", "--db", db, "watch", str(tmp_path / "x.log"),
+                           "--commit", "main"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == ["Error: --commit main: expected a hex sha of 7 to 64 digits"]
+
+
 # -- a lost database -----------------------------------------------------------------------------
 
 
