@@ -20,6 +20,8 @@ REC = ROOT / "fixtures" / "reconcile"
 GLM = "zai-org/GLM-4.1V-9B-Thinking"
 GLM_209 = REAL / "209_v1-0.11-boot-tail-kv-graph-capture-init-engine.log"
 LLAMA_026 = REAL / "026_v0-0.8.1-kserve-huggingfaceserver-interleaved.log"
+QWEN_008 = REAL / "008_v1-nightly-dual4090-dflash-kvpool-specdecode-runtime.log"
+QWEN_27B = "~/.cache/huggingface/qwen3.6-27b-autoround-int4"
 
 
 def formula_row(db: str, label: str) -> dict:
@@ -259,6 +261,75 @@ def test_model_list_on_an_empty_ledger_says_so(db, cli):
     assert "no model geometry recorded" in cli("model", "list").output
 
 
+def test_check_on_a_group_s_first_boot_prints_the_formula_verdict_not_ok_from_itself(glm, cli):
+    cli("model", "add", str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
+    out = cli("check", "glm-v").output
+    assert "kv formula         ok           predicted 425,456 tokens" in out and "measured 425,424" in out
+    assert "from itself" not in out
+
+
+# -- what the log does not print, stated by the deploy ----------------------------------------------
+
+
+@pytest.fixture
+def qwen_008(db, cli):
+    """Fixture 008 (a TP=2 boot with a DFlash drafter, by its header; the log prints neither)
+    named by its deploy, with the Qwen3.6-27B config."""
+    cli("ingest", "--label", "dual4090", str(QWEN_008))
+    cli("model", "add", str(MODELS / "qwen3.6-27b"), "--as", QWEN_27B)
+    assert cli("deploy", "set", "dual4090", f"model={QWEN_27B}").exit_code == 0
+    return db
+
+
+def test_a_deploy_s_tensor_parallel_size_stands_for_the_one_the_log_does_not_print(qwen_008, cli):
+    assert "tensor_parallel_size" in formula_row(qwen_008, "dual4090")["reason"]
+    assert cli("deploy", "set", "dual4090", "tensor_parallel_size=2").exit_code == 0
+    r = formula_row(qwen_008, "dual4090")
+    assert r["tensor_parallel_size"] == 2 and "the deploy's setting (2)" in r["assumed"]
+
+
+def test_a_deploy_s_speculative_method_makes_the_boot_unsupported(qwen_008, cli):
+    cli("deploy", "set", "dual4090", "tensor_parallel_size=2", "speculative_method=DFlash")
+    r = formula_row(qwen_008, "dual4090")
+    assert r["verdict"] == "unsupported" and r["reason"].startswith("speculative decoding (dflash)")
+
+
+def test_unsetting_the_speculative_method_takes_it_back(qwen_008, cli):
+    cli("deploy", "set", "dual4090", "speculative_method=dflash")
+    cli("deploy", "unset", "dual4090", "speculative_method")
+    assert formula_row(qwen_008, "dual4090")["verdict"] == "insufficient"
+
+
+def test_a_speculative_method_of_none_means_no_drafter(qwen_008, cli):
+    cli("deploy", "set", "dual4090", "speculative_method=none")
+    assert "speculative" not in formula_row(qwen_008, "dual4090")["reason"]
+
+
+def test_what_the_log_says_comes_before_the_deploy_s_tensor_parallel_size(glm, cli):
+    cli("model", "add", str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
+    cli("deploy", "set", "glm-v", "tensor_parallel_size=4")  # the engine core printed the budget: one process
+    r = formula_row(glm, "glm-v")
+    assert (r["verdict"], r["tensor_parallel_size"]) == ("ok", 1)
+    assert "the deploy's tensor_parallel_size setting (4) not taken" in r["assumed"]
+
+
+def test_a_printed_args_dump_comes_before_the_deploy_s_speculative_method():
+    figures = f.model_figures(f.read_config(MODELS / "glm-4.1v-9b-thinking")[0])
+    inputs = f.BootInputs(model=GLM, engine_version="0.11.0", tensor_parallel_size=1, max_model_len=4096,
+                          budget_bytes=1e9, args_printed=True, v1_tokens_printed=True,
+                          stated_speculative_method="eagle3")
+    p = f.predict(inputs, GLM, figures)
+    assert p.status == "predicted" and any("eagle3) not taken" in a for a in p.assumed)
+
+
+@pytest.mark.parametrize("setting", ["tensor_parallel_size=0", "tensor_parallel_size=two",
+                                     "tensor_parallel_size=99999", "speculative_method=a b",
+                                     "speculative_method=ｄflash"])
+def test_deploy_set_refuses_a_shape_setting_that_is_not_one(glm, cli, setting):
+    r = cli("deploy", "set", "glm-v", setting)
+    assert r.exit_code == 2 and r.output.startswith("Error: ")
+
+
 # -- the README's table ---------------------------------------------------------------------------
 
 
@@ -266,6 +337,12 @@ def test_readme_formula_table(tmp_path):
     table = formula_table.render(formula_table.build(tmp_path))
     guide = (ROOT / "docs" / "guide.md").read_text()
     assert table in guide, "the guide's formula table is stale: python tests/formula_table.py"
+
+
+def test_readme_compact_formula_table(tmp_path):
+    table = formula_table.render_readme(formula_table.build(tmp_path))
+    readme = (ROOT / "README.md").read_text()
+    assert table in readme, "the README's formula table is stale: python tests/formula_table.py --readme"
 
 
 def test_every_verdict_in_the_table_that_is_not_ok_has_a_reason(tmp_path):

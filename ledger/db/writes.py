@@ -16,6 +16,7 @@ from typing import Any
 from ledger import parsers
 
 from ..errors import LedgerError
+from ..settings import FORMULA_SETTINGS
 from .columns import COLUMNS
 from .formula import record_kv_formula, repredict_deploy
 from .staging import (
@@ -432,8 +433,8 @@ def put_deploy_settings(writer: Writer, deploy: int, settings: list[tuple[str, s
                 if cur.rowcount == 0:
                     writer.insert(cur, "deploy_setting", {"deploy_id": deploy, "key": key, "value": value,
                                                           "set_at": now})
-            if any(key == "model" for key, _ in settings):
-                repredict_deploy(writer, cur, deploy)  # the model names the geometry its boots are predicted from
+            if any(key in FORMULA_SETTINGS for key, _ in settings):
+                repredict_deploy(writer, cur, deploy)  # the model (its geometry) or the shape its boots are predicted with
             cur.execute(f'SELECT "key", value FROM deploy_setting WHERE deploy_id = {q}', (deploy,))
             return dict(cur.fetchall())
 
@@ -448,7 +449,7 @@ def delete_deploy_settings(writer: Writer, deploy: int, keys: list[str]) -> dict
         with writer.transaction() as cur:
             cur.executemany(f'DELETE FROM deploy_setting WHERE deploy_id = {q} AND "key" = {q}',
                             [(deploy, key) for key in keys])
-            if "model" in keys:
+            if any(key in FORMULA_SETTINGS for key in keys):
                 repredict_deploy(writer, cur, deploy)
             cur.execute(f'SELECT "key", value FROM deploy_setting WHERE deploy_id = {q}', (deploy,))
             return dict(cur.fetchall())
