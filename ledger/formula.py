@@ -249,6 +249,7 @@ class BootInputs:
     # what the deploy's settings state (``ledger deploy set``), for what the log leaves unknown
     stated_tensor_parallel_size: int | None = None
     stated_speculative_method: str | None = None
+    spec_decode_samples: int = 0  # "SpecDecoding metrics" lines read: the boot speculates
 
 
 @dataclass
@@ -348,6 +349,11 @@ def predict(inputs: BootInputs, geometry_name: str | None, figures: dict[str, An
         p.status = "unsupported"
         p.reason = (f"speculative decoding ({drafter}): the drafter's own KV layers are not in the model's "
                     f"config.json, so allocator.py does not see them")
+        return p
+    if not spec and inputs.spec_decode_samples:
+        p.reason = ("the log prints SpecDecoding metrics but not the speculative method: a drafter's KV layers "
+                    "(EAGLE, MTP, DFlash …) are not in config.json, ngram has none (ledger deploy set D "
+                    "speculative_method=… states it)")
         return p
     if inputs.budget_bytes is None:
         p.reason = "the log prints no KV budget"

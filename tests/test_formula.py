@@ -4,6 +4,7 @@ and the ``kv_formula`` view's verdict in check, show, history and the web view."
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -281,11 +282,27 @@ def qwen_008(db, cli):
     return db
 
 
-def test_a_deploy_s_tensor_parallel_size_stands_for_the_one_the_log_does_not_print(qwen_008, cli):
-    assert "tensor_parallel_size" in formula_row(qwen_008, "dual4090")["reason"]
-    assert cli("deploy", "set", "dual4090", "tensor_parallel_size=2").exit_code == 0
+def test_a_deploy_s_tensor_parallel_size_stands_for_the_one_the_log_does_not_print():
+    figures = f.model_figures(f.read_config(MODELS / "glm-4.1v-9b-thinking")[0])
+    inputs = f.BootInputs(model=GLM, engine_version="0.11.0", max_model_len=4096, budget_bytes=1e9,
+                          v1_tokens_printed=True, budget_processes=[("Worker_TP0", 0), ("Worker_TP1", 1)],
+                          stated_tensor_parallel_size=2)
+    p = f.predict(inputs, GLM, figures)
+    assert (p.status, p.tensor_parallel_size) == ("predicted", 2)
+    assert "tensor_parallel_size not printed: the deploy's setting (2)" in p.assumed
+
+
+def test_a_log_that_prints_specdecoding_metrics_but_no_method_is_insufficient(qwen_008, cli):
+    cli("deploy", "set", "dual4090", "tensor_parallel_size=2")
     r = formula_row(qwen_008, "dual4090")
-    assert r["tensor_parallel_size"] == 2 and "the deploy's setting (2)" in r["assumed"]
+    assert r["verdict"] == "insufficient" and r["reason"].startswith("the log prints SpecDecoding metrics")
+
+
+def test_the_specdecoding_metrics_go_along_with_a_copy(qwen_008, cli, tmp_path):
+    dst = str(tmp_path / "copy.db")
+    assert cli("copy", qwen_008, dst).exit_code == 0
+    (row,) = dict_rows(dst, "SELECT reason FROM kv_formula")
+    assert row["reason"].startswith("the log prints SpecDecoding metrics")
 
 
 def test_a_deploy_s_speculative_method_makes_the_boot_unsupported(qwen_008, cli):
@@ -328,6 +345,36 @@ def test_a_printed_args_dump_comes_before_the_deploy_s_speculative_method():
 def test_deploy_set_refuses_a_shape_setting_that_is_not_one(glm, cli, setting):
     r = cli("deploy", "set", "glm-v", setting)
     assert r.exit_code == 2 and r.output.startswith("Error: ")
+
+
+# the line fixture 008 prints (vLLM 0.20), at the watch tests' clock
+SPEC_LINE = ("(APIServer pid=1) INFO 10-01 09:00:15 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+             "2.91, Accepted throughput: 63.19 tokens/s, Drafted throughput: 165.49 tokens/s, Accepted: 632 tokens, "
+             "Drafted: 1655 tokens, Per-position acceptance rate: 0.770, 0.523, 0.329, 0.181, 0.106, Avg Draft "
+             "acceptance rate: 38.2%\n")
+
+
+def test_a_watched_boot_learns_from_its_specdecoding_metrics_that_it_speculates(db, cli, tmp_path):
+    from watchlog import T0, Watch, append, boot, served, wait_until
+
+    cli("ingest", "--label", "watched", str(GLM_209))  # the deploy, so that its model is set before the watch
+    cli("deploy", "set", "watched", f"model={GLM}")
+    cli("model", "add", str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
+    log = tmp_path / "vllm.log"  # a start-up whose args lines are not in the log (as in fixture 008)
+    log.write_text("".join(line for line in boot(T0).splitlines(keepends=True)
+                           if "non-default args" not in line and "Initializing a V1" not in line))
+
+    def reason() -> str:
+        got = dict_rows(db, "SELECT reason, predicted_tokens FROM kv_formula WHERE boot_id = 2")
+        return (got[0]["reason"] or f"predicted {got[0]['predicted_tokens']}") if got else ""
+
+    w = Watch(db, str(log), "--label", "watched", "--format", "jsonl")
+    try:
+        assert wait_until(lambda: reason().startswith("predicted"), what="the ready boot's prediction")
+        append(log, served(T0, 1) + SPEC_LINE + served(T0 + dt.timedelta(seconds=10), 2))
+        assert wait_until(lambda: reason().startswith("the log prints SpecDecoding metrics"), what="the re-prediction")
+    finally:
+        assert w.stop() == 0
 
 
 # -- the README's table ---------------------------------------------------------------------------

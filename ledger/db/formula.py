@@ -65,6 +65,8 @@ def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, l
     processes = [(p, r) for p, r in cur.fetchall()]
     cur.execute(f"SELECT COUNT(*) FROM shape WHERE boot_id = {q} AND source IN ('args', 'engine_config')", (boot_id,))
     args_printed = cur.fetchone()[0] > 0
+    cur.execute(f"SELECT spec_decode FROM boot_runtime WHERE boot_id = {q}", (boot_id,))
+    runtime = cur.fetchone()
     inputs = f.BootInputs(
         model=model, engine_version=version, kv_cache_dtype=kv_dtype, dtype=shape.get("dtype"),
         tensor_parallel_size=_int(tp), pipeline_parallel_size=_int(shape.get("pipeline_parallel_size")),
@@ -74,7 +76,8 @@ def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, l
         speculative=shape.get("speculative_config"), v1_tokens_printed=tokens is not None,
         args_printed=args_printed, budget_processes=processes,
         stated_tensor_parallel_size=_int(stated.get("tensor_parallel_size")),
-        stated_speculative_method=stated.get("speculative_method"))
+        stated_speculative_method=stated.get("speculative_method"),
+        spec_decode_samples=(runtime[0] or 0) if runtime else 0)
     return inputs, notes
 
 

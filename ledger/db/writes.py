@@ -380,6 +380,8 @@ def copy_samples(writer: Writer, cur: Any, boot_id: int, rows: list[tuple]) -> N
                 f"VALUES ({q}, {q}, {q}, {q})",
                 (boot_id, counts[KIND_CODES["engine_stats"]], counts[KIND_CODES["spec_decode"]],
                  first_id + len(rows) - 1 if rows else None))
+    if counts[KIND_CODES["spec_decode"]]:
+        record_kv_formula(writer, cur, boot_id)  # the boot speculates: the formula must know
 
 
 # a boot a group's KV predictions may be taken from: the ``kv_reference_candidate`` row the
@@ -403,6 +405,8 @@ def store_samples(writer: Writer, cur: Any, boot_id: int, spools: list[tuple[Sam
     for spool, attached in spools:
         next_id = _insert_samples(writer, cur, boot_id, spool, year, attached, next_id)
     _record_runtime(writer, cur, boot_id, [s for s, _ in spools], first_id, next_id)
+    if any(s.counts()["spec_decode"] for s, _ in spools):
+        record_kv_formula(writer, cur, boot_id)  # the boot speculates: the formula must know (ledger.formula)
 
 
 def set_source_sha256(writer: Writer, boot_ids: list[int], sha256: str) -> None:
