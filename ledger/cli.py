@@ -808,17 +808,21 @@ def _deploy_arg(f):
 @click.argument("assignments", nargs=-1, required=True, metavar="KEY=VALUE...")
 @db_option
 def deploy_set(deploy_ref: str, assignments: tuple[str, ...], db: str | None) -> None:
-    """Record settings for a deploy: card_ceiling_bytes, host_cap_bytes, kv_reference_boot, model.
+    """Record settings for a deploy: card_ceiling_bytes, host_cap_bytes, kv_reference_boot, model,
+    tensor_parallel_size, speculative_method.
 
     A kv_reference_boot must be a boot of the same group (model, dtype, parallelism and engine
     release): a bf16 boot cannot predict an fp8 deploy's tokens. model names the model a deploy
     boots when its logs print none: the formula (ledger model add) predicts its boots from it.
+    tensor_parallel_size and speculative_method (dflash, mtp, eagle3 …; ngram or none: no
+    drafter) state what a log leaves unknown, for the formula; what the log prints comes first.
 
     \b
     Examples:
       ledger deploy set bf16-2slot card_ceiling_bytes=29120MiB host_cap_bytes=200GiB
       ledger deploy set fp8-3slot kv_reference_boot=12
       ledger deploy set glm-v model=zai-org/GLM-4.1V-9B-Thinking
+      ledger deploy set dual4090 tensor_parallel_size=2 speculative_method=dflash
     """
     from .deploys import set_deploy
     from .render.deploys import settings_line

@@ -24,6 +24,7 @@ from .db.writes import (
     insert_boot,
     is_stored,
 )
+from .settings import FORMULA_SETTINGS
 
 
 @dataclass
@@ -81,7 +82,7 @@ def copy_ledger(src: Ledger, dst: Writer) -> CopyResult:
             if cur.fetchone() is None:
                 dst.insert(cur, "deploy_setting", {"deploy_id": d, "key": st.key, "value": value,
                                                    "set_at": st.set_at})
-                if st.key == "model":
+                if st.key in FORMULA_SETTINGS:
                     repredict_deploy(dst, cur, d)  # its boots are predicted from the model it names
     return result
 

@@ -33,7 +33,8 @@ _HIDDEN = {
 _TABLES: dict[str, str] = {
     "deploy": "What was booted: the deploy repo's commit and the container image digest (or a label).",
     "deploy_setting": "What a person recorded about a deploy with `ledger deploy set` "
-                      "(card_ceiling_bytes, host_cap_bytes, kv_reference_boot).",
+                      "(card_ceiling_bytes, host_cap_bytes, kv_reference_boot, model, tensor_parallel_size, "
+                      "speculative_method).",
     "boot": "One start-up of the engine, read from one region of one log file.",
     "boot_origin": "What a container's or a unit's runtime said about a boot (`ledger ingest --container/--unit`): "
                    "container id and name, image digest, created and started times, restart count, run, OCI labels.",
@@ -129,7 +130,8 @@ _COLUMNS: dict[str, dict[str, str]] = {
         "created_at": "When the deploy was first seen (ISO 8601, UTC).",
     },
     "deploy_setting": {
-        "key": "card_ceiling_bytes, host_cap_bytes or kv_reference_boot.",
+        "key": "card_ceiling_bytes, host_cap_bytes, kv_reference_boot, model, tensor_parallel_size or "
+               "speculative_method.",
         "value": "The value set (bytes or a boot id).",
         "set_at": "When it was set (ISO 8601, UTC).",
     },

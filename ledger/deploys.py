@@ -4,6 +4,7 @@ model a deploy boots) and ``ledger rm``.  Every change goes through the ledger's
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import select
@@ -40,6 +41,16 @@ def parse_setting(key: str, value: str) -> str:
         if not value.strip() or len(value.strip()) > 400:
             raise LedgerError(f"{key}={shown(value)}: expected a model name (as vLLM prints it, up to 400 characters)")
         return value.strip()
+    if kind == "count":
+        v = value.strip()
+        if not (v.isascii() and v.isdigit() and len(v) <= 4 and 1 <= int(v) <= 4096):
+            raise LedgerError(f"{key}={shown(value)}: expected a whole number from 1 to 4096")
+        return str(int(v))
+    if kind == "method":
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,39}", value.strip()):
+            raise LedgerError(f"{key}={shown(value)}: expected a method name as vLLM prints it "
+                              "(dflash, mtp, eagle3, ngram, none …)")
+        return value.strip().lower()
     if not (value.strip().isascii() and value.strip().isdigit()):
         raise LedgerError(f"{key}={shown(value)}: expected a boot id")
     if as_id(value) is None:  # past any id a database holds

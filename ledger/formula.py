@@ -246,6 +246,10 @@ class BootInputs:
     v1_tokens_printed: bool = False  # "GPU KV cache size: N tokens" (V1 only)
     args_printed: bool = False  # an args dump or the engine config line: an unprinted knob is vLLM's default
     budget_processes: list[tuple[str | None, int | None]] = field(default_factory=list)  # who printed the budget
+    # what the deploy's settings state (``ledger deploy set``), for what the log leaves unknown
+    stated_tensor_parallel_size: int | None = None
+    stated_speculative_method: str | None = None
+    spec_decode_samples: int = 0  # "SpecDecoding metrics" lines read: the boot speculates
 
 
 @dataclass
@@ -285,23 +289,33 @@ def _speculative_drafter(spec: str | None) -> str | None:
         return None
     m = re.search(r"method['\"]?\s*[=:]\s*['\"]?([\w-]+)", spec)
     method = m.group(1) if m else "a draft model"
-    return None if method in ("ngram", "suffix") else method
+    # "none": a deploy's speculative_method setting that says the boots run without speculation
+    return None if method in ("ngram", "suffix", "none") else method
 
 
 def _tensor_parallel(inputs: BootInputs) -> tuple[int | None, str | None]:
     """The TP size: printed; else one when the engine core itself printed the worker's budget
     line (a single process, no workers); else vLLM's default 1 when the args were printed (a
-    non-default args dump leaves it out); else not known (a reason instead)."""
+    non-default args dump leaves it out); else the deploy's ``tensor_parallel_size`` setting
+    (what the log leaves unknown); else not known (a reason instead)."""
     if inputs.tensor_parallel_size:
         return inputs.tensor_parallel_size, None
+    stated = inputs.stated_tensor_parallel_size
+    taken = f"tensor_parallel_size not printed: the deploy's setting ({stated})"
+    ignored = f"; the deploy's tensor_parallel_size setting ({stated}) not taken" if stated and stated != 1 else ""
     procs = inputs.budget_processes
     workers = [p for p, rank in procs if rank is not None or (p and "Worker" in p)]
     if procs and not workers and all(p and p.startswith("EngineCore") for p, _ in procs):
-        return 1, "tensor_parallel_size 1: the engine core process itself printed the KV budget (no workers)"
+        return 1, "tensor_parallel_size 1: the engine core process itself printed the KV budget (no workers)" + ignored
     if workers:
-        return None, "the log prints no tensor_parallel_size, and workers printed the KV budget (TP > 1)"
+        if stated:
+            return stated, taken
+        return None, ("the log prints no tensor_parallel_size, and workers printed the KV budget (TP > 1; "
+                      "ledger deploy set D tensor_parallel_size=N states it)")
     if inputs.args_printed:
-        return 1, "tensor_parallel_size not among the printed args: vLLM's default 1"
+        return 1, "tensor_parallel_size not among the printed args: vLLM's default 1" + ignored
+    if stated:
+        return stated, taken
     return None, "the log prints no tensor_parallel_size (no args dump or engine config line)"
 
 
@@ -322,11 +336,24 @@ def predict(inputs: BootInputs, geometry_name: str | None, figures: dict[str, An
     if figures.get("unsupported"):
         p.status, p.reason = "unsupported", figures["unsupported"]
         return p
-    drafter = _speculative_drafter(inputs.speculative)
+    spec = inputs.speculative
+    if inputs.stated_speculative_method and not spec and not inputs.args_printed:
+        # the log prints no args (a printed args dump or engine config line would name it)
+        spec = f"method={inputs.stated_speculative_method}"
+        p.assumed.append(f"speculative method not printed: the deploy's setting ({inputs.stated_speculative_method})")
+    elif inputs.stated_speculative_method:
+        p.assumed.append(f"the deploy's speculative_method setting ({inputs.stated_speculative_method}) not taken: "
+                         "the log's args say " + (f"{spec}" if spec else "none"))
+    drafter = _speculative_drafter(spec)
     if drafter:
         p.status = "unsupported"
         p.reason = (f"speculative decoding ({drafter}): the drafter's own KV layers are not in the model's "
                     f"config.json, so allocator.py does not see them")
+        return p
+    if not spec and inputs.spec_decode_samples:
+        p.reason = ("the log prints SpecDecoding metrics but not the speculative method: a drafter's KV layers "
+                    "(EAGLE, MTP, DFlash …) are not in config.json, ngram has none (ledger deploy set D "
+                    "speculative_method=… states it)")
         return p
     if inputs.budget_bytes is None:
         p.reason = "the log prints no KV budget"

@@ -4,16 +4,18 @@ prints a KV budget, a KV token count or a model, with its ``kv_formula`` verdict
 configs under ``fixtures/models/`` are recorded.  ``test_readme_formula_table`` holds the
 README's copy equal to ``render()``.
 
-A log that prints no model is named here only where its source says which model it booted
-(``DEPLOY_MODELS``, through ``ledger deploy set D model=…``), and ``WHY`` says why each verdict
-that is not ``ok`` is what it is.
+A log that prints no model (or no TP, no speculative method) is given one here only where its
+source says which (``DEPLOY_SETTINGS``, through ``ledger deploy set D model=… tensor_parallel_size=…
+speculative_method=…``), and ``WHY`` says why each verdict that is not ``ok`` is what it is.
 
-    python tests/formula_table.py   # prints the table
+    python tests/formula_table.py            # prints the table (docs/guide.md)
+    python tests/formula_table.py --readme   # prints the README's compact table
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import sys
 import tempfile
@@ -30,15 +32,19 @@ PRINTED = {
     "openai/gpt-oss-20b": "gpt-oss-20b",
     "zai-org/GLM-4.1V-9B-Thinking": "glm-4.1v-9b-thinking",
 }
-# fixtures whose log prints no model, named from their source (the fixture header)
-DEPLOY_MODELS = {
-    "008": "~/.cache/huggingface/qwen3.6-27b-autoround-int4",  # header: qwen3.6-27b-autoround-int4 (club-3090)
-    "209": "zai-org/GLM-4.1V-9B-Thinking",  # header: "unknown GLM-V model"; inferred, see WHY
+# what a fixture's log does not print, stated by its source (the fixture header), as deploy settings
+DEPLOY_SETTINGS = {
+    # header: "model: qwen3.6-27b-autoround-int4 … with DFlash drafter (5 spec tokens)", "gpu: 2x RTX 4090 …, TP=2"
+    "008": {"model": "~/.cache/huggingface/qwen3.6-27b-autoround-int4", "tensor_parallel_size": "2",
+            "speculative_method": "dflash"},
+    "209": {"model": "zai-org/GLM-4.1V-9B-Thinking"},  # header: "unknown GLM-V model"; inferred, see WHY
 }
 WHY = {
-    "008": "the header says TP=2 and a DFlash drafter (5 speculative tokens) that the excerpt's cut args line "
-           "hides: even with TP known, the drafter's KV layers are not in config.json; and the nightly's own "
-           "figures disagree (67,728 tokens, but 1.06x × 180,000 = 190,800)",
+    "008": "the log prints neither TP nor the drafter: the header states TP=2 and a DFlash drafter (5 speculative "
+           "tokens), given here as the deploy's settings. Without the drafter the stock arithmetic at TP 2 gives "
+           "79,600 tokens (the rule before 0.20.1) or 316,688 (0.20.1 on) for the 67,728 printed, and the "
+           "nightly's two figures do not fit the 0.20.1 rule (tokens = concurrency × length: 1.06 × 180,000 "
+           "≈ 190,800)",
     "209": "the model is inferred (GLM-4.1V-9B-Thinking, the GLM-V repository's 9B model; vllm-log-lines.md §3.6 E "
            "derived the same 40 × 2 × 128 geometry from these figures), so this row checks the arithmetic, not "
            "the identification",
@@ -71,8 +77,8 @@ def build(folder: Path) -> str:
 
     for key, path in _fixtures():
         run("ingest", "--label", f"fx-{key}", str(path))
-    for key, name in DEPLOY_MODELS.items():
-        run("deploy", "set", f"fx-{key}", f"model={name}")
+    for key, settings in DEPLOY_SETTINGS.items():
+        run("deploy", "set", f"fx-{key}", *(f"{k}={v}" for k, v in settings.items()))
     for name, folder_name in PRINTED.items():
         run("model", "add", str(MODELS / folder_name), "--as", name)
     return db
@@ -102,7 +108,7 @@ def render(db: str | None = None) -> str:
     for r in rows(db):
         key = r["label"].removeprefix("fx-")
         model = r["model"] or "not printed"
-        if key in DEPLOY_MODELS:
+        if "model" in DEPLOY_SETTINGS.get(key, {}):
             model += " (deploy setting)"
         budget = "—" if r["budget_bytes"] is None else (
             f"{r['budget_bytes']:,.0f}"
@@ -116,7 +122,47 @@ def render(db: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _first_clause(reason: str | None) -> str:
+    """A reason's head, for the README: "speculative decoding (dflash)", "sliding-window layers"."""
+    return re.split(r": | \(counted", reason)[0] if reason else ""
+
+
+def _span(rs: list[dict], col: str) -> str:
+    vals = sorted(r[col] for r in rs if r[col] is not None)
+    return "—" if not vals else _n(vals[0]) if vals[0] == vals[-1] else f"{_n(vals[0])}–{_n(vals[-1])}"
+
+
+def render_readme(db: str | None = None) -> str:
+    """The README's compact table: the rows whose model has a config (``fixtures/models``), the
+    rows of one model with one verdict and reason merged (the reconcile boots); the whole table
+    with every reason is ``render()``, in docs/guide.md."""
+    if db is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return render_readme(build(Path(tmp)))
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows(db):
+        if r["geometry"] is not None:
+            stated = tuple(DEPLOY_SETTINGS.get(r["label"].removeprefix("fx-"), {}).items())
+            groups.setdefault((r["model"], r["verdict"], r["reason"], stated), []).append(r)
+    lines = ["| fixture | model | measured tokens | predicted | error (tolerance) | verdict | why |",
+             "|---|---|---:|---:|---:|---|---|"]
+    for (model, verdict, reason, settings), rs in groups.items():
+        keys = [r["label"].removeprefix("fx-") for r in rs]
+        real = all(k.isdigit() for k in keys)
+        fixture = ", ".join(keys) if real or len(keys) == 1 else f"the {len(keys)} boots of `fixtures/reconcile/`"
+        stated = dict(settings)
+        shown = f"`{model}`" + (" (deploy setting)" if "model" in stated else "")
+
+        err = "—" if len(rs) > 1 or rs[0]["relative_error"] is None else (
+            f"{rs[0]['relative_error'] * 100:+.3f} % ({rs[0]['tolerance'] * 100:.3f} %)")
+        shape = ", ".join(f"{k}={v}" for k, v in stated.items() if k != "model")
+        why = [_first_clause(reason), shape and f"the header's {shape}, as deploy settings"]
+        lines.append(f"| {fixture} | {shown} | {_span(rs, 'measured_tokens')} | {_span(rs, 'predicted_tokens')} | {err} "
+                     f"| {verdict} | {'; '.join(x for x in why if x).replace('|', '/') or '—'} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     os.environ.pop("HF_HOME", None)
     sys.path.insert(0, str(ROOT))
-    print(render())
+    print(render_readme() if sys.argv[1:] == ["--readme"] else render())

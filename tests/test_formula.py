@@ -4,6 +4,7 @@ and the ``kv_formula`` view's verdict in check, show, history and the web view."
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -20,6 +21,8 @@ REC = ROOT / "fixtures" / "reconcile"
 GLM = "zai-org/GLM-4.1V-9B-Thinking"
 GLM_209 = REAL / "209_v1-0.11-boot-tail-kv-graph-capture-init-engine.log"
 LLAMA_026 = REAL / "026_v0-0.8.1-kserve-huggingfaceserver-interleaved.log"
+QWEN_008 = REAL / "008_v1-nightly-dual4090-dflash-kvpool-specdecode-runtime.log"
+QWEN_27B = "~/.cache/huggingface/qwen3.6-27b-autoround-int4"
 
 
 def formula_row(db: str, label: str) -> dict:
@@ -259,17 +262,153 @@ def test_model_list_on_an_empty_ledger_says_so(db, cli):
     assert "no model geometry recorded" in cli("model", "list").output
 
 
+def test_check_on_a_group_s_first_boot_prints_the_formula_verdict_not_ok_from_itself(glm, cli):
+    cli("model", "add", str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
+    out = cli("check", "glm-v").output
+    assert "kv formula         ok           predicted 425,456 tokens" in out and "measured 425,424" in out
+    assert "from itself" not in out
+
+
+# -- what the log does not print, stated by the deploy ----------------------------------------------
+
+
+@pytest.fixture
+def qwen_008(db, cli):
+    """Fixture 008 (a TP=2 boot with a DFlash drafter, by its header; the log prints neither)
+    named by its deploy, with the Qwen3.6-27B config."""
+    cli("ingest", "--label", "dual4090", str(QWEN_008))
+    cli("model", "add", str(MODELS / "qwen3.6-27b"), "--as", QWEN_27B)
+    assert cli("deploy", "set", "dual4090", f"model={QWEN_27B}").exit_code == 0
+    return db
+
+
+def test_a_deploy_s_tensor_parallel_size_stands_for_the_one_the_log_does_not_print():
+    figures = f.model_figures(f.read_config(MODELS / "glm-4.1v-9b-thinking")[0])
+    inputs = f.BootInputs(model=GLM, engine_version="0.11.0", max_model_len=4096, budget_bytes=1e9,
+                          v1_tokens_printed=True, budget_processes=[("Worker_TP0", 0), ("Worker_TP1", 1)],
+                          stated_tensor_parallel_size=2)
+    p = f.predict(inputs, GLM, figures)
+    assert (p.status, p.tensor_parallel_size) == ("predicted", 2)
+    assert "tensor_parallel_size not printed: the deploy's setting (2)" in p.assumed
+
+
+def test_a_log_that_prints_specdecoding_metrics_but_no_method_is_insufficient(qwen_008, cli):
+    cli("deploy", "set", "dual4090", "tensor_parallel_size=2")
+    r = formula_row(qwen_008, "dual4090")
+    assert r["verdict"] == "insufficient" and r["reason"].startswith("the log prints SpecDecoding metrics")
+
+
+def test_the_specdecoding_metrics_go_along_with_a_copy(qwen_008, cli, tmp_path):
+    dst = str(tmp_path / "copy.db")
+    assert cli("copy", qwen_008, dst).exit_code == 0
+    (row,) = dict_rows(dst, "SELECT reason FROM kv_formula")
+    assert row["reason"].startswith("the log prints SpecDecoding metrics")
+
+
+def test_a_deploy_s_speculative_method_makes_the_boot_unsupported(qwen_008, cli):
+    cli("deploy", "set", "dual4090", "tensor_parallel_size=2", "speculative_method=DFlash")
+    r = formula_row(qwen_008, "dual4090")
+    assert r["verdict"] == "unsupported" and r["reason"].startswith("speculative decoding (dflash)")
+
+
+def test_unsetting_the_speculative_method_takes_it_back(qwen_008, cli):
+    cli("deploy", "set", "dual4090", "speculative_method=dflash")
+    cli("deploy", "unset", "dual4090", "speculative_method")
+    assert formula_row(qwen_008, "dual4090")["verdict"] == "insufficient"
+
+
+def test_a_speculative_method_of_none_means_no_drafter(qwen_008, cli):
+    cli("deploy", "set", "dual4090", "speculative_method=none")
+    assert "speculative" not in formula_row(qwen_008, "dual4090")["reason"]
+
+
+def test_what_the_log_says_comes_before_the_deploy_s_tensor_parallel_size(glm, cli):
+    cli("model", "add", str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
+    cli("deploy", "set", "glm-v", "tensor_parallel_size=4")  # the engine core printed the budget: one process
+    r = formula_row(glm, "glm-v")
+    assert (r["verdict"], r["tensor_parallel_size"]) == ("ok", 1)
+    assert "the deploy's tensor_parallel_size setting (4) not taken" in r["assumed"]
+
+
+def test_a_printed_args_dump_comes_before_the_deploy_s_speculative_method():
+    figures = f.model_figures(f.read_config(MODELS / "glm-4.1v-9b-thinking")[0])
+    inputs = f.BootInputs(model=GLM, engine_version="0.11.0", tensor_parallel_size=1, max_model_len=4096,
+                          budget_bytes=1e9, args_printed=True, v1_tokens_printed=True,
+                          stated_speculative_method="eagle3")
+    p = f.predict(inputs, GLM, figures)
+    assert p.status == "predicted" and any("eagle3) not taken" in a for a in p.assumed)
+
+
+@pytest.mark.parametrize("setting", ["tensor_parallel_size=0", "tensor_parallel_size=two",
+                                     "tensor_parallel_size=99999", "speculative_method=a b",
+                                     "speculative_method=ｄflash"])
+def test_deploy_set_refuses_a_shape_setting_that_is_not_one(glm, cli, setting):
+    r = cli("deploy", "set", "glm-v", setting)
+    assert r.exit_code == 2 and r.output.startswith("Error: ")
+
+
+# the line fixture 008 prints (vLLM 0.20), at the watch tests' clock
+SPEC_LINE = ("(APIServer pid=1) INFO 10-01 09:00:15 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+             "2.91, Accepted throughput: 63.19 tokens/s, Drafted throughput: 165.49 tokens/s, Accepted: 632 tokens, "
+             "Drafted: 1655 tokens, Per-position acceptance rate: 0.770, 0.523, 0.329, 0.181, 0.106, Avg Draft "
+             "acceptance rate: 38.2%\n")
+
+
+def test_a_watched_boot_learns_from_its_specdecoding_metrics_that_it_speculates(db, cli, tmp_path):
+    from watchlog import T0, Watch, append, boot, served, wait_until
+
+    cli("ingest", "--label", "watched", str(GLM_209))  # the deploy, so that its model is set before the watch
+    cli("deploy", "set", "watched", f"model={GLM}")
+    cli("model", "add", str(MODELS / "glm-4.1v-9b-thinking"), "--as", GLM)
+    log = tmp_path / "vllm.log"  # a start-up whose args lines are not in the log (as in fixture 008)
+    log.write_text("".join(line for line in boot(T0).splitlines(keepends=True)
+                           if "non-default args" not in line and "Initializing a V1" not in line))
+
+    def reason() -> str:
+        got = dict_rows(db, "SELECT reason, predicted_tokens FROM kv_formula WHERE boot_id = 2")
+        return (got[0]["reason"] or f"predicted {got[0]['predicted_tokens']}") if got else ""
+
+    w = Watch(db, str(log), "--label", "watched", "--format", "jsonl")
+    try:
+        assert wait_until(lambda: reason().startswith("predicted"), what="the ready boot's prediction")
+        append(log, served(T0, 1) + SPEC_LINE + served(T0 + dt.timedelta(seconds=10), 2))
+        assert wait_until(lambda: reason().startswith("the log prints SpecDecoding metrics"), what="the re-prediction")
+    finally:
+        assert w.stop() == 0
+
+
 # -- the README's table ---------------------------------------------------------------------------
 
 
-def test_readme_formula_table(tmp_path):
-    table = formula_table.render(formula_table.build(tmp_path))
+@pytest.fixture(scope="module")
+def table_db(tmp_path_factory):
+    """The ledger of the docs' formula tables: every fixture, the configs, the deploy settings."""
+    return formula_table.build(tmp_path_factory.mktemp("formula-table"))
+
+
+def test_readme_formula_table(table_db):
+    table = formula_table.render(table_db)
     guide = (ROOT / "docs" / "guide.md").read_text()
     assert table in guide, "the guide's formula table is stale: python tests/formula_table.py"
 
 
-def test_every_verdict_in_the_table_that_is_not_ok_has_a_reason(tmp_path):
-    for r in formula_table.rows(formula_table.build(tmp_path)):
+def test_readme_compact_formula_table(table_db):
+    table = formula_table.render_readme(table_db)
+    readme = (ROOT / "README.md").read_text()
+    assert table in readme, "the README's formula table is stale: python tests/formula_table.py --readme"
+
+
+def test_every_fixture_with_a_config_and_a_budget_is_ok_off_or_unsupported(table_db):
+    # the issue's "done when": none of them is left insufficient; 209 is the one ok
+    rows = [r for r in formula_table.rows(table_db)
+            if r["geometry"] is not None and r["budget_bytes"] is not None]
+    assert {r["label"] for r in rows} >= {"fx-008", "fx-209"}
+    assert all(r["verdict"] in ("ok", "off", "unsupported") for r in rows), rows
+    assert [r["label"] for r in rows if r["verdict"] == "ok"] == ["fx-209"]
+
+
+def test_every_verdict_in_the_table_that_is_not_ok_has_a_reason(table_db):
+    for r in formula_table.rows(table_db):
         assert r["verdict"] == "ok" or r["reason"], r
 
 

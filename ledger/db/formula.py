@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from ledger import formula as f
+from ledger.settings import FORMULA_SETTINGS
 
 from .writer import Writer
 
@@ -34,8 +35,9 @@ def _int(value: Any) -> int | None:
 
 
 def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, list[str]]:
-    """What the boot printed that the prediction takes, and what was taken from elsewhere (the
-    deploy's ``model`` setting for a log that prints no model)."""
+    """What the boot printed that the prediction takes, and what was taken from elsewhere: the
+    deploy's ``model``, ``tensor_parallel_size`` and ``speculative_method`` settings, for a log
+    that prints none."""
     q = writer.mark
     cur.execute("SELECT model, engine_version, kv_cache_dtype, tensor_parallel_size, block_size, max_model_len, "
                 f"kv_budget_bytes, kv_budget_source, kv_budget_precision_bytes, kv_cache_tokens, deploy_id "
@@ -51,17 +53,20 @@ def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, l
     if not L:  # "Maximum concurrency for N tokens per request" prints the length it divides by
         cur.execute(f"SELECT MIN(value) FROM fact WHERE boot_id = {q} AND name = 'max_concurrency_tokens'", (boot_id,))
         L = cur.fetchone()[0]
-    if not model:
-        cur.execute(f"SELECT value FROM deploy_setting WHERE deploy_id = {q} AND \"key\" = 'model'", (deploy,))
-        named = cur.fetchone()
-        if named:
-            model = named[0]
-            notes.append("model not printed: the deploy's model setting")
+    # what the log does not print, a deploy setting may state (``ledger deploy set``); the log comes first
+    cur.execute(f"SELECT \"key\", value FROM deploy_setting WHERE deploy_id = {q} AND \"key\" IN "
+                f"({', '.join([q] * len(FORMULA_SETTINGS))})", (deploy, *FORMULA_SETTINGS))
+    stated = dict(cur.fetchall())
+    if not model and stated.get("model"):
+        model = stated["model"]
+        notes.append("model not printed: the deploy's model setting")
     cur.execute(f"SELECT process, rank FROM fact WHERE boot_id = {q} AND name IN "
                 "('available_kv_cache_bytes', 'kv_cache_reserved_bytes')", (boot_id,))
     processes = [(p, r) for p, r in cur.fetchall()]
     cur.execute(f"SELECT COUNT(*) FROM shape WHERE boot_id = {q} AND source IN ('args', 'engine_config')", (boot_id,))
     args_printed = cur.fetchone()[0] > 0
+    cur.execute(f"SELECT spec_decode FROM boot_runtime WHERE boot_id = {q}", (boot_id,))
+    runtime = cur.fetchone()
     inputs = f.BootInputs(
         model=model, engine_version=version, kv_cache_dtype=kv_dtype, dtype=shape.get("dtype"),
         tensor_parallel_size=_int(tp), pipeline_parallel_size=_int(shape.get("pipeline_parallel_size")),
@@ -69,7 +74,10 @@ def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, l
         max_model_len=_int(L), budget_bytes=budget, budget_source=source, budget_precision_bytes=prec,
         num_gpu_blocks_override=_int(shape.get("num_gpu_blocks_override")),
         speculative=shape.get("speculative_config"), v1_tokens_printed=tokens is not None,
-        args_printed=args_printed, budget_processes=processes)
+        args_printed=args_printed, budget_processes=processes,
+        stated_tensor_parallel_size=_int(stated.get("tensor_parallel_size")),
+        stated_speculative_method=stated.get("speculative_method"),
+        spec_decode_samples=(runtime[0] or 0) if runtime else 0)
     return inputs, notes
 
 

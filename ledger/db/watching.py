@@ -22,6 +22,7 @@ from typing import Any
 
 from ledger import parsers
 
+from .formula import record_kv_formula
 from .staging import SampleSpool
 from .writer import Writer, retrying
 from .writes import (
@@ -153,6 +154,7 @@ def _update(writer: Writer, cur: Any, bid: int, deploy: int, row: dict[str, Any]
         writer.insert_many(cur, table, ["boot_id", *CHILD_COLUMNS[table]], [(bid, *r) for r in rows])
     cur.execute(f"DELETE FROM kv_reference_candidate WHERE boot_id = {q}", (bid,))
     record_kv_candidate(writer, cur, bid)
+    record_kv_formula(writer, cur, bid)  # from the facts as read now
 
 
 def append_watched(writer: Writer, boot_id: int, boot: parsers.Boot, source_path: str, info: DeployInfo,
@@ -177,6 +179,8 @@ def append_watched(writer: Writer, boot_id: int, boot: parsers.Boot, source_path
                 stats, spec = _counts(spool)
                 cur.execute(f"UPDATE boot_runtime SET engine_stats = engine_stats + {q}, spec_decode = spec_decode + {q}, "
                             f"last_sample_id = {q} WHERE boot_id = {q}", (stats, spec, after - 1, boot_id))
+                if spec:
+                    record_kv_formula(writer, cur, boot_id)  # the boot speculates: the formula must know
             return before
 
     result: str | None = retrying(write)

@@ -16,6 +16,7 @@ from typing import Any
 from ledger import parsers
 
 from ..errors import LedgerError
+from ..settings import FORMULA_SETTINGS
 from .columns import COLUMNS
 from .formula import record_kv_formula, repredict_deploy
 from .staging import (
@@ -379,6 +380,8 @@ def copy_samples(writer: Writer, cur: Any, boot_id: int, rows: list[tuple]) -> N
                 f"VALUES ({q}, {q}, {q}, {q})",
                 (boot_id, counts[KIND_CODES["engine_stats"]], counts[KIND_CODES["spec_decode"]],
                  first_id + len(rows) - 1 if rows else None))
+    if counts[KIND_CODES["spec_decode"]]:
+        record_kv_formula(writer, cur, boot_id)  # the boot speculates: the formula must know
 
 
 # a boot a group's KV predictions may be taken from: the ``kv_reference_candidate`` row the
@@ -402,6 +405,8 @@ def store_samples(writer: Writer, cur: Any, boot_id: int, spools: list[tuple[Sam
     for spool, attached in spools:
         next_id = _insert_samples(writer, cur, boot_id, spool, year, attached, next_id)
     _record_runtime(writer, cur, boot_id, [s for s, _ in spools], first_id, next_id)
+    if any(s.counts()["spec_decode"] for s, _ in spools):
+        record_kv_formula(writer, cur, boot_id)  # the boot speculates: the formula must know (ledger.formula)
 
 
 def set_source_sha256(writer: Writer, boot_ids: list[int], sha256: str) -> None:
@@ -432,8 +437,8 @@ def put_deploy_settings(writer: Writer, deploy: int, settings: list[tuple[str, s
                 if cur.rowcount == 0:
                     writer.insert(cur, "deploy_setting", {"deploy_id": deploy, "key": key, "value": value,
                                                           "set_at": now})
-            if any(key == "model" for key, _ in settings):
-                repredict_deploy(writer, cur, deploy)  # the model names the geometry its boots are predicted from
+            if any(key in FORMULA_SETTINGS for key, _ in settings):
+                repredict_deploy(writer, cur, deploy)  # the model (its geometry) or the shape its boots are predicted with
             cur.execute(f'SELECT "key", value FROM deploy_setting WHERE deploy_id = {q}', (deploy,))
             return dict(cur.fetchall())
 
@@ -448,7 +453,7 @@ def delete_deploy_settings(writer: Writer, deploy: int, keys: list[str]) -> dict
         with writer.transaction() as cur:
             cur.executemany(f'DELETE FROM deploy_setting WHERE deploy_id = {q} AND "key" = {q}',
                             [(deploy, key) for key in keys])
-            if "model" in keys:
+            if any(key in FORMULA_SETTINGS for key in keys):
                 repredict_deploy(writer, cur, deploy)
             cur.execute(f'SELECT "key", value FROM deploy_setting WHERE deploy_id = {q}', (deploy,))
             return dict(cur.fetchall())
