@@ -234,7 +234,7 @@ _COLUMNS: dict[str, dict[str, str]] = {
         "ref_chosen_by": "pinned, or the earliest ready boot of the group.",
         "ref_bytes_per_token": "The reference's measured bytes per token.",
         "measured_tokens": "The KV cache tokens this boot printed.",
-        "predicted_tokens": "kv_budget_bytes / ref_bytes_per_token (tokens).",
+        "predicted_tokens": "kv_budget_bytes / ref_bytes_per_token, to the nearest whole token (tokens).",
         "relative_error": "(measured - predicted) / predicted.",
         "tolerance": "The relative error allowed: 0.1 %, widened by the printed precision.",
         "tolerance_note": "How the tolerance was made.",
@@ -262,7 +262,7 @@ _COLUMNS: dict[str, dict[str, str]] = {
         "max_model_len": "--max-model-len (tokens).",
         "contract_tokens": "max_num_seqs x max_model_len (tokens).",
         "margin_tokens": "kv_cache_tokens - contract_tokens.",
-        "margin_bytes": "margin_tokens at the boot's bytes per token (bytes).",
+        "margin_bytes": "margin_tokens at the boot's bytes per token, to the nearest whole byte (bytes).",
         "verdict": "ok when the pool backs the contract, broken when it does not, insufficient without figures.",
     },
     "budget_ceilings": {

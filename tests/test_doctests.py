@@ -1,7 +1,7 @@
 """The examples people copy run as written: the ``pycon`` blocks of the README and of docs/ (the
 guide's) and every ``>>>`` example in a docstring of ``ledger`` (``ledger.parsers`` too), from the
-repository's folder, on the ledger the README's quick start fills (``ledger ingest
-fixtures/real/*.log`` into a new ledger)."""
+repository's folder, on the ledger the README's quick start fills (its commands run as written
+into a new ledger: the real excerpts, then the reconcile and radiance boots, labelled)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pkgutil
 import re
 
 import pytest
-from conftest import REAL, ROOT
+from conftest import ROOT
 
 import ledger
 
@@ -43,13 +43,31 @@ def _run(tests: list[doctest.DocTest]) -> tuple[doctest.TestResults, str]:
     return runner.summarize(verbose=False), out.getvalue()
 
 
+@pytest.fixture(scope="session")
+def _quick_start_file(tmp_path_factory):
+    """A SQLite ledger the README's quick start filled, run as written (tests/quickstart.py)."""
+    import quickstart
+
+    path = tmp_path_factory.mktemp("quick-start") / "demo.db"
+    for done in quickstart.fill(str(path)):
+        assert done.stderr == "", done.stderr
+    return path
+
+
 @pytest.fixture
-def quick_start(db, cli, monkeypatch):
-    """The README's quick start, run from the repository's folder into a new ledger."""
+def quick_start(db, monkeypatch, _quick_start_file):
+    """The README's quick start's ledger, in a new ledger (a copy of the file; on PostgreSQL,
+    the quick start run into the server's), with the repository's folder as the working one."""
+    import shutil
+
+    import quickstart
+
     monkeypatch.chdir(ROOT)
-    logs = sorted(str(path.relative_to(ROOT)) for path in REAL.glob("*.log"))
-    result = cli("ingest", *logs)
-    assert result.exit_code == 0, result.output
+    if "://" in db:
+        for done in quickstart.fill(db):
+            assert done.stderr == "", done.stderr
+    else:
+        shutil.copy(_quick_start_file, db)
     return db
 
 

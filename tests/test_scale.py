@@ -41,6 +41,17 @@ def _as_0007(view: str, row: dict) -> dict:
     ``reference`` (its ``ok`` was true by construction); nothing else changed."""
     if view == "kv_reconciliation" and row["verdict"] != "insufficient" and row["ref_boot_id"] == row["boot_id"]:
         row["verdict"] = "reference"
+    return _as_0010(view, row)
+
+
+def _as_0010(view: str, row: dict) -> dict:
+    """... and as 0010_integer_counts gives its two estimates: to the nearest whole token and
+    byte (every other count was a whole REAL, and compares equal as an integer)."""
+    import math
+
+    key = {"kv_reconciliation": "predicted_tokens", "capacity_contract": "margin_bytes"}.get(view)
+    if key and row[key] is not None:
+        row[key] = int(math.copysign(math.floor(abs(row[key]) + 0.5), row[key]))
     return row
 
 

@@ -49,6 +49,17 @@ ORDER = {Verdict.off: 0, Verdict.broken: 0, Verdict.over: 0, Verdict.slower: 0, 
          Verdict.reference: 2, Verdict.insufficient: 2, Verdict.unsupported: 2}
 
 
+def _precision(value: float | None, unit: str) -> str:
+    """A fact's printed precision: bytes in vLLM's units (``±5.12 MiB``, not ``±5.36871e+06``)."""
+    from ledger.parsers.units import format_bytes
+
+    if value is None:
+        return "—"
+    if unit == "bytes" and abs(value) >= 1024:
+        return f"±{format_bytes(value)}"
+    return f"±{value:g}"
+
+
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
@@ -62,6 +73,7 @@ def _environment() -> Environment:
     env.filters["when"] = _when
     env.filters["js"] = lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
     env.filters["derived"] = _derived
+    env.filters["precision"] = _precision
     env.globals["FAILING"] = FAILING
     return env
 
