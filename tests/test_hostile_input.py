@@ -190,3 +190,49 @@ def test_a_gz_with_trailing_garbage_is_read_with_a_warning(cli, db, tmp_path):
     assert r.exit_code == 0 and "boot 1" in r.output
     assert "trailing garbage" in r.output
     assert rows(db, "SELECT count(*) FROM fact")[0][0] > 0
+
+
+# -- shape values the views cast: whatever the args dump says, every read still answers ----------
+
+_ARGS_BOOT = """\
+(APIServer pid=1) INFO 05-16 10:00:00 [api_utils.py:339] vLLM server version 0.20.2, serving model m
+(APIServer pid=1) INFO 05-16 10:00:00 [api_utils.py:273] non-default args: {{'model': 'm', {args}}}
+(EngineCore_DP0 pid=43) INFO 05-16 10:00:10 [kv_cache_utils.py:1713] GPU KV cache size: {tokens} tokens
+(EngineCore_DP0 pid=43) INFO 05-16 10:00:10 [kv_cache_utils.py:1717] Maximum concurrency for {tokens} tokens per request: 1.00x
+(APIServer pid=1) INFO 05-16 10:00:20 [api_server.py:1000] Starting vLLM API server 0 on http://0.0.0.0:8000
+"""
+
+
+def _args_boot(tmp_path: Path, name: str, args: str, tokens: str) -> Path:
+    path = tmp_path / f"{name}.log"
+    path.write_text(_ARGS_BOOT.format(args=args, tokens=tokens))
+    return path
+
+
+def test_a_contract_beyond_32_bits_is_read_on_both_databases(db, cli, tmp_path):
+    """1,024 sequences of 3,000,000 tokens: the product overflowed PostgreSQL's 32-bit integer,
+    and every history and check of the ledger failed ("integer out of range")."""
+    log = _args_boot(tmp_path, "long", "'max_model_len': 3000000, 'max_num_seqs': 1024, "
+                     "'kv_cache_memory_bytes': 80000000000", "3,000,000")
+    assert cli("ingest", str(log), "--year", "2026", "--label", "long").exit_code == 0
+    assert "broken" in cli("history").output
+    r = cli("check", "long")
+    assert r.exit_code == 1 and "1024 x 3,000,000 = 3,072,000,000" in r.output, r.output
+
+
+def test_shape_values_that_are_not_counts_are_not_read_and_every_read_answers(db, cli, tmp_path):
+    """Text, a fraction, 19 digits: stored as printed, read as no count (SQLite read the digits
+    before the point; PostgreSQL failed the boot's ingest, or every read of the views)."""
+    odd = _args_boot(tmp_path, "odd", "'max_model_len': 9223372036854775000, 'max_num_seqs': 'abc', "
+                     "'tensor_parallel_size': 2.5, 'block_size': '16x', 'kv_cache_memory_bytes': '1e400'",
+                     "9,223,372,036,854,775,000")
+    assert cli("ingest", str(odd), "--year", "2026", "--label", "odd").exit_code == 0
+    for command in (["history"], ["check"], ["show", "odd"], ["export"], ["note", "odd"]):
+        r = cli(*command)
+        assert r.exit_code in (0, 1) and "Error" not in r.output, (command, r.output)
+    figures = cli("sql", "SELECT max_num_seqs, max_model_len, tensor_parallel_size, block_size, "
+                  "kv_cache_memory_bytes, kv_cache_tokens FROM boot_figures", "--format", "json").output
+    assert json.loads(figures) == [dict.fromkeys(("max_num_seqs", "max_model_len", "tensor_parallel_size",
+                                                  "block_size", "kv_cache_memory_bytes", "kv_cache_tokens"))]
+    shape = dict(rows(db, "SELECT key, value_text FROM shape"))
+    assert shape["max_num_seqs"] == "abc" and shape["tensor_parallel_size"] == "2.5"  # the evidence, as printed

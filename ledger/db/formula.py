@@ -27,11 +27,20 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+# the prediction's shape columns are 32-bit integers (0009): a hostile args line's
+# max_model_len of 10**18 is no shape an engine runs, and on PostgreSQL it failed the boot's
+# whole transaction ("out of range for type integer")
+_LARGEST_SHAPE = 2**31 - 1
+
+
 def _int(value: Any) -> int | None:
+    """A shape value as the prediction takes it, or None (not read) for what is not a whole
+    number a 32-bit column holds."""
     try:
-        return int(float(value)) if value is not None else None
-    except (TypeError, ValueError):
+        number = int(float(value)) if value is not None else None
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if number is None or abs(number) <= _LARGEST_SHAPE else None
 
 
 def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, list[str]]:

@@ -243,13 +243,14 @@ SELECT
   b.id AS boot_id, b.deploy_id, b.outcome, b.started_at, b.engine_version,
   s_model.value_text AS model,
   s_dtype.value_text AS kv_cache_dtype,
-  CAST(s_tp.value_text AS INTEGER) AS tensor_parallel_size,
-  CAST(s_bs.value_text AS INTEGER) AS block_size,
-  CAST(s_seqs.value_text AS INTEGER) AS max_num_seqs,
-  COALESCE(CAST(s_len.value_text AS INTEGER),
-           CAST((SELECT MAX(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'max_model_len') AS INTEGER))
+  CASE WHEN s_tp.value_text <> '' AND s_tp.value_text NOT GLOB '*[^0-9]*' AND LENGTH(s_tp.value_text) <= 9 THEN CAST(s_tp.value_text AS INTEGER) END AS tensor_parallel_size,
+  CASE WHEN s_bs.value_text <> '' AND s_bs.value_text NOT GLOB '*[^0-9]*' AND LENGTH(s_bs.value_text) <= 9 THEN CAST(s_bs.value_text AS INTEGER) END AS block_size,
+  CASE WHEN s_seqs.value_text <> '' AND s_seqs.value_text NOT GLOB '*[^0-9]*' AND LENGTH(s_seqs.value_text) <= 9 THEN CAST(s_seqs.value_text AS INTEGER) END AS max_num_seqs,
+  COALESCE(CASE WHEN s_len.value_text <> '' AND s_len.value_text NOT GLOB '*[^0-9]*' AND LENGTH(s_len.value_text) <= 9 THEN CAST(s_len.value_text AS INTEGER) END,
+           CAST((SELECT MAX(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'max_model_len'
+                 AND f.value < 1000000000) AS INTEGER))
     AS max_model_len,
-  CAST(CAST(s_kvb.value_text AS DOUBLE PRECISION) AS INTEGER) AS kv_cache_memory_bytes,
+  CASE WHEN s_kvb.value_text GLOB '[0-9]*' AND s_kvb.value_text NOT GLOB '*[^0-9.eE+]*' AND CAST(s_kvb.value_text AS REAL) < 9007199254740992 THEN CAST(CAST(s_kvb.value_text AS REAL) AS INTEGER) END AS kv_cache_memory_bytes,
   CAST((SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_tokens') AS INTEGER) AS kv_cache_tokens,
   CAST((SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_reserved_bytes') AS INTEGER) AS kv_cache_reserved_bytes,
   (SELECT MAX(f.precision) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_reserved_bytes') AS kv_cache_reserved_precision,
@@ -320,7 +321,8 @@ FROM (
 CREATE VIEW kv_reconciliation AS
 SELECT
   x.boot_id, x.deploy_id, x.group_key, x.ref_boot_id, x.ref_chosen_by, x.ref_bytes_per_token,
-  x.kv_budget_bytes, x.kv_budget_source, x.measured_tokens, CAST(ROUND(x.predicted_tokens) AS INTEGER) AS predicted_tokens,
+  x.kv_budget_bytes, x.kv_budget_source, x.measured_tokens, CASE WHEN ABS(x.predicted_tokens) < 9007199254740992 THEN CAST(ROUND(x.predicted_tokens) AS INTEGER) END
+    AS predicted_tokens,
   CASE WHEN x.predicted_tokens > 0 THEN (x.measured_tokens - x.predicted_tokens) / x.predicted_tokens END
     AS relative_error,
   x.tolerance,
@@ -364,8 +366,10 @@ SELECT
   k.max_num_seqs * k.max_model_len AS contract_tokens,
   k.kv_cache_tokens - k.max_num_seqs * k.max_model_len AS margin_tokens,
   CASE WHEN k.kv_budget_bytes IS NOT NULL AND k.kv_cache_tokens > 0
-       THEN CAST(ROUND((k.kv_cache_tokens - k.max_num_seqs * k.max_model_len)
-                       * (CAST(k.kv_budget_bytes AS DOUBLE PRECISION) / k.kv_cache_tokens)) AS INTEGER) END
+       THEN CASE WHEN ABS((k.kv_cache_tokens - k.max_num_seqs * k.max_model_len)
+                          * (CAST(k.kv_budget_bytes AS DOUBLE PRECISION) / k.kv_cache_tokens)) < 9007199254740992
+                 THEN CAST(ROUND((k.kv_cache_tokens - k.max_num_seqs * k.max_model_len)
+                                 * (CAST(k.kv_budget_bytes AS DOUBLE PRECISION) / k.kv_cache_tokens)) AS INTEGER) END END
     AS margin_bytes,
   CASE WHEN k.kv_cache_tokens IS NULL OR k.max_num_seqs IS NULL OR k.max_model_len IS NULL THEN 'insufficient'
        WHEN k.kv_cache_tokens >= k.max_num_seqs * k.max_model_len THEN 'ok'

@@ -55,10 +55,12 @@ def _decimals(text: str) -> int:
     return len(m.group(1) or "")
 
 
-# the largest figure stored: a database integer is 64 bits, and no vLLM figure comes near it
-# (a hostile or damaged line can print 400 digits; float() of those is inf, int() a bignum
-# no database column holds)
-MAX_FIGURE = 2**63 - 1
+# the largest figure stored: 2**53, below which every whole number is exact in the double a
+# figure is stored as, so that the views' sums of figures fit the 64-bit integers they are cast
+# to (0010; PostgreSQL refuses a cast beyond them for every read of the view). No vLLM figure
+# comes near it (8 PiB, 9e15 tokens); a hostile or damaged line can print 400 digits (float()
+# of those is inf, int() a bignum no database column holds)
+MAX_FIGURE = 2**53
 
 
 def in_range(num: float | int, text: str = "") -> float | int:

@@ -53,13 +53,14 @@ SELECT
   b.id AS boot_id, b.deploy_id, b.outcome, b.started_at, b.engine_version,
   s_model.value_text AS model,
   s_dtype.value_text AS kv_cache_dtype,
-  CAST(s_tp.value_text AS INTEGER) AS tensor_parallel_size,
-  CAST(s_bs.value_text AS INTEGER) AS block_size,
-  CAST(s_seqs.value_text AS INTEGER) AS max_num_seqs,
-  COALESCE(CAST(s_len.value_text AS INTEGER),
-           CAST((SELECT MAX(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'max_model_len') AS INTEGER))
+  {tp} AS tensor_parallel_size,
+  {bs} AS block_size,
+  {seqs} AS max_num_seqs,
+  COALESCE({len},
+           CAST((SELECT MAX(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'max_model_len'
+                 AND f.value < 1000000000) AS {int}))
     AS max_model_len,
-  CAST(CAST(s_kvb.value_text AS DOUBLE PRECISION) AS {int}) AS kv_cache_memory_bytes,
+  {kvb} AS kv_cache_memory_bytes,
   CAST((SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_tokens') AS {int}) AS kv_cache_tokens,
   CAST((SELECT MIN(f.value) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_reserved_bytes') AS {int}) AS kv_cache_reserved_bytes,
   (SELECT MAX(f.precision) FROM fact f WHERE f.boot_id = b.id AND f.name = 'kv_cache_reserved_bytes') AS kv_cache_reserved_precision,
@@ -144,7 +145,8 @@ KV_RECONCILIATION = """
 CREATE VIEW kv_reconciliation AS
 SELECT
   x.boot_id, x.deploy_id, x.group_key, x.ref_boot_id, x.ref_chosen_by, x.ref_bytes_per_token,
-  x.kv_budget_bytes, x.kv_budget_source, x.measured_tokens, CAST(ROUND(x.predicted_tokens) AS {int}) AS predicted_tokens,
+  x.kv_budget_bytes, x.kv_budget_source, x.measured_tokens, CASE WHEN ABS(x.predicted_tokens) < 9007199254740992 THEN CAST(ROUND(x.predicted_tokens) AS {int}) END
+    AS predicted_tokens,
   CASE WHEN x.predicted_tokens > 0 THEN (x.measured_tokens - x.predicted_tokens) / x.predicted_tokens END
     AS relative_error,
   x.tolerance,
@@ -184,6 +186,7 @@ FROM (
 """
 
 # 0002's view: the margin in bytes rounded to whole bytes, from the boot's B/token as a REAL
+# (NULL past 2**53 bytes, which no card holds: a cast beyond 64 bits fails on PostgreSQL)
 CAPACITY = """
 CREATE VIEW capacity_contract AS
 SELECT
@@ -191,8 +194,10 @@ SELECT
   k.max_num_seqs * k.max_model_len AS contract_tokens,
   k.kv_cache_tokens - k.max_num_seqs * k.max_model_len AS margin_tokens,
   CASE WHEN k.kv_budget_bytes IS NOT NULL AND k.kv_cache_tokens > 0
-       THEN CAST(ROUND((k.kv_cache_tokens - k.max_num_seqs * k.max_model_len)
-                       * (CAST(k.kv_budget_bytes AS DOUBLE PRECISION) / k.kv_cache_tokens)) AS {int}) END
+       THEN CASE WHEN ABS((k.kv_cache_tokens - k.max_num_seqs * k.max_model_len)
+                          * (CAST(k.kv_budget_bytes AS DOUBLE PRECISION) / k.kv_cache_tokens)) < 9007199254740992
+                 THEN CAST(ROUND((k.kv_cache_tokens - k.max_num_seqs * k.max_model_len)
+                                 * (CAST(k.kv_budget_bytes AS DOUBLE PRECISION) / k.kv_cache_tokens)) AS {int}) END END
     AS margin_bytes,
   CASE WHEN k.kv_cache_tokens IS NULL OR k.max_num_seqs IS NULL OR k.max_model_len IS NULL THEN 'insufficient'
        WHEN k.kv_cache_tokens >= k.max_num_seqs * k.max_model_len THEN 'ok'
@@ -307,12 +312,39 @@ def _runtime_sample(dialect: str, integer: str | None) -> str:
     return m.RUNTIME_SAMPLE.format(time=m._time_text("r.logged_at_num", dialect), series=", ".join(series))
 
 
+# A shape value is text as the log printed it (an args dump can say 'max_num_seqs': 'abc', or
+# 2.5, or 10**18): a count is read from it only when it is a whole number of at most nine digits
+# (no engine runs 10**9 sequences or tokens of context), so the product max_num_seqs ×
+# max_model_len stays within 64 bits; anything else is NULL (not read). On PostgreSQL a cast of
+# such text failed every read of the views ("invalid input syntax", "integer out of range": one
+# deploy of 1,024 sequences of 3,000,000 tokens did), and the product was a 32-bit integer.
+_WHOLE = {"sqlite": "CASE WHEN {c} <> '' AND {c} NOT GLOB '*[^0-9]*' AND LENGTH({c}) <= 9 "
+                    "THEN CAST({c} AS INTEGER) END",
+          "postgresql": "CASE WHEN {c} ~ '^[0-9]{{1,9}}$' THEN CAST({c} AS BIGINT) END"}
+# kv_cache_memory_bytes as printed (``7.3e9`` too), up to 2**53 bytes (every stored figure's
+# bound, units.MAX_FIGURE); PostgreSQL's conditions nested, as it does not promise to evaluate
+# an AND's sides in order
+_BYTES = {"sqlite": "CASE WHEN {c} GLOB '[0-9]*' AND {c} NOT GLOB '*[^0-9.eE+]*' "
+                    "AND CAST({c} AS REAL) < 9007199254740992 THEN CAST(CAST({c} AS REAL) AS INTEGER) END",
+          "postgresql": r"CASE WHEN {c} ~ '^[0-9]+(\.[0-9]+)?([eE]\+?[0-9]{{1,2}})?$' THEN "
+                        "CASE WHEN CAST({c} AS DOUBLE PRECISION) < 9007199254740992 "
+                        "THEN CAST(CAST({c} AS DOUBLE PRECISION) AS BIGINT) END END"}
+
+
+def _boot_figures(dialect: str) -> str:
+    whole, size = _WHOLE[dialect], _BYTES[dialect]
+    return BOOT_FIGURES.format(int=_INTEGER[dialect], tp=whole.format(c="s_tp.value_text"),
+                               bs=whole.format(c="s_bs.value_text"), seqs=whole.format(c="s_seqs.value_text"),
+                               len=whole.format(c="s_len.value_text"), kvb=size.format(c="s_kvb.value_text"))
+
+
 def _views(dialect: str) -> dict[str, str]:
     integer = _INTEGER[dialect]
-    views = {"boot_figures": BOOT_FIGURES, "boot_kv": BOOT_KV, "kv_cost_per_token": KV_COST,
+    views = {"boot_kv": BOOT_KV, "kv_cost_per_token": KV_COST,
              "kv_reference": KV_REFERENCE, "kv_reconciliation": KV_RECONCILIATION, "capacity_contract": CAPACITY,
              "budget_ceilings": CEILINGS, "kv_formula": _kv_formula()}
     out = {name: sql.format(int=integer) for name, sql in views.items()}
+    out["boot_figures"] = _boot_figures(dialect)
     out["runtime_sample"] = _runtime_sample(dialect, integer)
     return out
 
