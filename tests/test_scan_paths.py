@@ -86,7 +86,7 @@ def parse_by(path, log, rules, **options):
     or not), numpy newlines; ``options``: more ScanOptions.  The fixtures are small: every way
     treats them as large files, so grep counts them and a child scans them too."""
     engine, grep, fork, numpy = path
-    scan = ScanOptions(engine=engine, large_file_bytes=0, grep=grep, fork=fork is not None,
+    scan = ScanOptions(engine=engine, large_file_bytes=0, grep=grep, fork=fork is not None, fork_min_cores=1,
                        child_refines=fork or "never", numpy_min_block=0 if numpy else 1 << 62, **options)
     return parsers.parse_source(parsers.Source(str(log)), rules, 2026, options=scan).boots
 
@@ -191,7 +191,7 @@ def _access_line(pid: int) -> str:
 def test_the_scanning_child_reads_runs_of_records_only_when_it_should(tmp_path, rules, refines):
     log = tmp_path / "stats.log"
     log.write_text("".join(_stats_line(1, s, 1) for s in range(0, 600, 10)))
-    options = ScanOptions(engine="python", large_file_bytes=0, child_refines=refines)
+    options = ScanOptions(engine="python", large_file_bytes=0, fork_min_cores=1, child_refines=refines)
     parse = parsers.Parse(parsers.Source(str(log)), rules, 2026, options)
     assert parse.child is not None
     runs = [item for item in parse.child if isinstance(item, RuntimeRun)]
@@ -407,16 +407,30 @@ def test_a_child_that_dies_is_one_clear_error(tmp_path):
 
 def test_leaving_a_child_scan_early_stops_the_child(rules):
     log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
-    parse = parsers.Parse(parsers.Source(str(log)), rules, 2026, ScanOptions(engine="hyperscan", large_file_bytes=0))
+    parse = parsers.Parse(parsers.Source(str(log)), rules, 2026, ScanOptions(engine="hyperscan", large_file_bytes=0, fork_min_cores=1))
     assert parse.child is not None
     next(iter(parse.child))
     parse.close()
     assert _no_children_left()
 
 
+def test_a_large_file_is_scanned_in_a_child_only_with_the_cores_for_one(rules):
+    """With fewer usable cores (CPU affinity, e.g. `taskset -c 0`) than fork_min_cores the
+    scan runs in this process, reading the same boots."""
+    from ledger.parsers.pipeline import usable_cores
+
+    log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
+    cores = usable_cores()
+    forked = parsers.Parse(parsers.Source(str(log)), rules, 2026, ScanOptions(large_file_bytes=0, fork_min_cores=cores))
+    here = parsers.Parse(parsers.Source(str(log)), rules, 2026, ScanOptions(large_file_bytes=0, fork_min_cores=cores + 1))
+    assert (forked.child is not None, here.child is None) == (True, True)
+    assert summary(here.run().boots) == summary(forked.run().boots)
+    assert _no_children_left()
+
+
 def test_a_parse_that_never_runs_leaves_no_process(rules):
     log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
-    parsers.Parse(parsers.Source(str(log)), rules, 2026, ScanOptions(engine="hyperscan", large_file_bytes=0)).close()
+    parsers.Parse(parsers.Source(str(log)), rules, 2026, ScanOptions(engine="hyperscan", large_file_bytes=0, fork_min_cores=1)).close()
     assert _no_children_left()
 
 

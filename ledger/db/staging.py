@@ -211,7 +211,12 @@ def _spool_row(seq: int, r: parsers.RuntimeSample) -> tuple:
         tail: tuple[Any, ...] = (None if per_position is None else to_json(per_position),)
     else:
         figures, tail = r.figures, ()
-    if all(v is None or in_hundredths(v) for v in figures):
-        return (seq, r.line, r.timestamp, r.engine, 1,
-                *(None if v is None else float(round(v * 100)) for v in figures), *tail)
+    # every figure in_hundredths at once (one per sample of a served log: a figure at a time
+    # cost 11 us a sample, 0.6 s per 56,000): round() refuses inf and NaN, which are not
+    try:
+        scaled = [None if v is None else round(v * 100) for v in figures]
+    except (OverflowError, ValueError):
+        return (seq, r.line, r.timestamp, r.engine, 0, *figures, *tail)
+    if tuple([None if h is None else h / 100.0 for h in scaled]) == tuple(figures):
+        return (seq, r.line, r.timestamp, r.engine, 1, *[None if h is None else float(h) for h in scaled], *tail)
     return (seq, r.line, r.timestamp, r.engine, 0, *figures, *tail)

@@ -78,7 +78,7 @@ class Parse:
         self._head_seen = False
         self._stat = os.stat(source.path) if source.plain_file else None  # to see it change while read
         large = self._stat is not None and self._stat.st_size >= options.large_file_bytes
-        self._in_child = options.fork and large and hasattr(os, "fork")
+        self._in_child = options.fork and large and hasattr(os, "fork") and usable_cores() >= options.fork_min_cores
         if self._in_child:  # the excerpt header must be known before the child's first hit arrives
             with open(source.path, "rb") as f:
                 self._inspect_head(f.read(_HEAD_BYTES))
@@ -286,6 +286,15 @@ def log_or_quote(line: Line, events: list[Event]) -> str:
 def prose_error(display: str, quotes: int) -> str:
     lines = "line" if quotes == 1 else "lines"
     return f"{display}: reads as prose quoting {quotes} vLLM {lines}, not a log; `--force` to read it anyway"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. under `taskset`), else the
+    machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - no affinity on this platform
+        return os.cpu_count() or 1
 
 
 def written_at(path: str) -> _dt.datetime:

@@ -14,6 +14,7 @@ into ``Line`` objects and handed to patterns.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -108,14 +109,14 @@ def _by_name(kind: str, figures: tuple[Any, ...]) -> dict[str, Any]:
 
 
 Convert = Callable[[tuple[str, ...]], tuple[int | None, tuple[Any, ...]]]
+# a raw line's groups (PLAIN_SHAPE's, then the FastShape's) and its number -> (process, pid, sample)
+ReadLine = Callable[[tuple[str, ...], int], tuple[str | None, int | None, "RuntimeSample"]]
 
 
-def _converter(kind: str, groups: Mapping[str, int], figures: Mapping[str, Callable[[str], Any]]) -> Convert:
-    """``groups -> (engine, figures in the kind's series order)`` for a FastShape.
-
-    The function is generated once from the declaration, so reading a record costs what a
-    hand-written one does (a served log has millions): each figure is its named group's text
-    through its converter, a series the shape does not print is None."""
+def _figure_code(kind: str, groups: Mapping[str, int], figures: Mapping[str, Callable[[str], Any]],
+                 offset: int) -> tuple[str, str, dict[str, Any]]:
+    """The engine's and the figures' expressions over ``g`` (the groups, the shape's first at
+    ``offset``) and the converters they call, for a FastShape."""
     series = RUNTIME_KIND_SERIES[kind]
     unknown = sorted(set(figures) - set(series))
     if unknown:
@@ -124,10 +125,33 @@ def _converter(kind: str, groups: Mapping[str, int], figures: Mapping[str, Calla
     if missing:
         raise ValueError(f"the pattern has no group named {missing[0]!r}")
     names = {f"read_{i}": figures[name] for i, name in enumerate(series) if name in figures}
-    parts = [f"read_{i}(g[{groups[name] - 1}])" if name in figures else "None" for i, name in enumerate(series)]
-    engine = f"int(g[{groups['engine'] - 1}])" if "engine" in groups else "None"
-    convert: Convert = eval(f"lambda g: ({engine}, ({', '.join(parts)},))", {"int": int, **names})  # noqa: S307
+    parts = [f"read_{i}(g[{groups[name] - 1 + offset}])" if name in figures else "None" for i, name in enumerate(series)]
+    engine = f"int(g[{groups['engine'] - 1 + offset}])" if "engine" in groups else "None"
+    return engine, f"({', '.join(parts)},)", {"int": int, **names}
+
+
+def _converter(kind: str, groups: Mapping[str, int], figures: Mapping[str, Callable[[str], Any]]) -> Convert:
+    """``groups -> (engine, figures in the kind's series order)`` for a FastShape.
+
+    The function is generated once from the declaration, so reading a record costs what a
+    hand-written one does (a served log has millions): each figure is its named group's text
+    through its converter, a series the shape does not print is None."""
+    engine, figures_code, names = _figure_code(kind, groups, figures, 0)
+    convert: Convert = eval(f"lambda g: ({engine}, {figures_code})", names)  # noqa: S307
     return convert
+
+
+def _line_reader(kind: str, groups: Mapping[str, int], figures: Mapping[str, Callable[[str], Any]]) -> ReadLine:
+    """``(groups, line number) -> (process, pid, sample)`` for a raw line matched by
+    PLAIN_SHAPE followed by a FastShape's pattern: what ``_converter`` reads, with the line's
+    process, pid and timestamp, in one generated call (no slicing of the groups, the sample
+    made without NamedTuple's __new__: one is made per record of a served log)."""
+    engine, figures_code, names = _figure_code(kind, groups, figures, PLAIN_GROUPS)
+    # PLAIN_SHAPE's groups: process, pid, level, timestamp, file
+    read: ReadLine = eval(f"lambda g, n: (g[0], None if g[1] is None else int(g[1]), "  # noqa: S307
+                          f"new((kind, n, g[3], {engine}, {figures_code})))",
+                          {**names, "kind": kind, "new": functools.partial(tuple.__new__, RuntimeSample)})
+    return read
 
 
 @dataclass(frozen=True)
@@ -141,10 +165,12 @@ class FastShape:
     pattern: str
     figures: Mapping[str, Callable[[str], Any]]
     convert: Convert = field(init=False, repr=False, compare=False)
+    read_line: ReadLine = field(init=False, repr=False, compare=False)  # the same, of a whole plain line
 
     def __post_init__(self) -> None:
         groups = re.compile(self.pattern).groupindex
         object.__setattr__(self, "convert", _converter(self.kind, groups, self.figures))
+        object.__setattr__(self, "read_line", _line_reader(self.kind, groups, self.figures))
 
     def data(self, groups: tuple[str, ...]) -> dict[str, Any]:
         """The event data the general extractor gives for the record."""
@@ -403,13 +429,7 @@ class RuntimeRule(Rule):
         if not self._ready:
             self.compile()
         m = self._fast_line.fullmatch(raw.decode("ascii"))
-        if m is None:
-            return None
-        groups = m.groups()
-        process, pid, _level, timestamp, _file = groups[:PLAIN_GROUPS]
-        engine, figures = self.fast.convert(groups[PLAIN_GROUPS:])
-        sample = RuntimeSample(self.fast.kind, number, timestamp, engine, figures)
-        return process, pid if pid is None else int(pid), sample
+        return None if m is None else self.fast.read_line(m.groups(), number)
 
 
 @dataclass(kw_only=True, eq=False)

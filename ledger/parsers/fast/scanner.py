@@ -64,6 +64,9 @@ def _numpy() -> Any:
 
 
 _FOLLOWING_BYTES = 64 * 1024  # enough for three wrapped terminal lines
+# a block whose lines are this short on average (bytes) has its hits' line numbers counted gap
+# by gap: the newlines' offsets (8 bytes each) would be as large as the block itself
+_DENSE_LINES = 32
 
 
 def available_engines() -> list[str]:
@@ -246,6 +249,45 @@ class LineScanner:
                 i = block.find(prefix, e if single else i + 1)
         return [(start, end, tuple(sorted(found))) for start, (end, found) in sorted(lines.items())]
 
+    def _line_numbers(self, block: bytes, hits: list[tuple[int, int, tuple[int, ...]]], base: int,
+                      vectorised: bool) -> list[int]:
+        """The 1-based line number of each hit line (``base``: lines before the block), then the
+        lines before the next block (its newlines added to ``base``).
+
+        ``vectorised`` (a large block, numpy installed): one pass marks the block's newlines
+        (into one reused buffer: a new 8 MiB array per block costs page faults); the hits' line
+        numbers are then found at once (numpy's searchsorted over the newlines' offsets: a
+        numpy call per hit cost ~2 us, 0.1 s per 56,000 records).  A block of very short lines
+        counts gap by gap instead, in C, so the offsets (8 bytes a newline) stay small."""
+        np = _numpy() if vectorised else None
+        if np is not None:
+            if self._is_newline is None or len(self._is_newline) < len(block):
+                self._is_newline = np.empty(len(block), dtype=bool)
+            is_newline = self._is_newline[: len(block)]
+            np.equal(np.frombuffer(block, np.uint8), 10, out=is_newline)
+            total = int(np.count_nonzero(is_newline))
+            if not hits:
+                return [base + total]
+            if total <= len(block) // _DENSE_LINES:
+                before = np.searchsorted(np.flatnonzero(is_newline), [start for start, _, _ in hits])
+                return [*(before + (base + 1)).tolist(), base + total]
+            count_nonzero = np.count_nonzero
+
+            def newlines(a: int, b: int) -> int:
+                return int(count_nonzero(is_newline[a:b]))
+        else:
+            def newlines(a: int, b: int) -> int:
+                return block.count(b"\n", a, b)
+        # each newline of the block is counted once: gap by gap, then the rest
+        numbers: list[int] = []
+        line_no, pos = base, 0
+        for start, end, _ in hits:
+            line_no += newlines(pos, start)
+            numbers.append(line_no + 1)
+            pos = end
+        numbers.append(line_no + newlines(pos, len(block)))
+        return numbers
+
     def scan(self, blocks: Iterable[bytes], count: bool = True,
              numpy_min_block: int = 1024 * 1024) -> Iterator[Hit | Counts | End]:
         """Yield a Hit per event line, in order; then the ``Counts`` after the last event line;
@@ -260,27 +302,10 @@ class LineScanner:
         no_counts: dict[str, int] = {}
         for block in blocks:
             hits = self._event_lines(block)
-            np = _numpy() if len(block) >= numpy_min_block else None
-            if np is not None:
-                # one vectorised pass marks every newline (into one reused buffer: a new 8 MiB
-                # array per block costs page faults); a gap's newlines are then counted in C
-                if self._is_newline is None or len(self._is_newline) < len(block):
-                    self._is_newline = np.empty(len(block), dtype=bool)
-                is_newline = self._is_newline[:len(block)]
-                np.equal(np.frombuffer(block, np.uint8), 10, out=is_newline)
-                count_nonzero = np.count_nonzero
-
-                # (the closures below are called only while their block is scanned)
-                def newlines(a: int, b: int) -> int:
-                    return int(count_nonzero(is_newline[a:b]))  # noqa: B023
-            else:
-                def newlines(a: int, b: int) -> int:
-                    return block.count(b"\n", a, b)  # noqa: B023
+            numbers = self._line_numbers(block, hits, base, len(block) >= numpy_min_block)
+            after = numbers.pop()  # the lines up to the block's end
             pos = 0
-            line_no = base
-            for start, end, found in hits:
-                # each newline of the block is counted once: gap by gap, then the rest
-                line_no += newlines(pos, start)
+            for (start, end, found), number in zip(hits, numbers, strict=True):
                 if anchors:
                     counts = pending
                     for anchor, kind in anchors.items():
@@ -289,11 +314,11 @@ class LineScanner:
                 else:
                     counts = no_counts
                 pos = end  # the newline after this line belongs to the next gap
-                yield make_hit((line_no + 1, offset + start, block[start:end], found, counts, block, end, None))
+                yield make_hit((number, offset + start, block[start:end], found, counts, block, end, None))
             # the rest of the block: counts carry over to the next hit (or the end)
             for anchor, kind in anchors.items():
                 pending[kind] += count_lines(block, anchor, pos)
-            base = line_no + newlines(pos, len(block))
+            base = after
             if block and not block.endswith(b"\n"):
                 base += 1
             offset += len(block)
