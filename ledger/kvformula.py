@@ -11,8 +11,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
-
 from ledger.parsers.units import format_bytes
 
 from . import formula as f
@@ -73,12 +71,12 @@ MODEL_COLUMNS = ["name", "layout", "layers", "attn_layers", "num_kv_heads", "hea
 
 def list_models(ledger: Ledger) -> list[dict[str, Any]]:
     """Every recorded geometry, with where it came from and how many boots are predicted from it."""
-    with ledger.engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(text(
+    with ledger.reading() as conn:
+        rows = conn.rows(
             "SELECT name, layout, architecture, layers, attn_layers, num_kv_heads, head_size, mamba_layers, "
-            "model_dtype, unsupported, source, config_sha256, added_at FROM model_geometry ORDER BY name"))]
-        used: dict[str, int] = dict(conn.execute(text("SELECT geometry, COUNT(*) FROM kv_formula_prediction "
-                                      "WHERE geometry IS NOT NULL GROUP BY geometry")).all())
+            "model_dtype, unsupported, source, config_sha256, added_at FROM model_geometry ORDER BY name")
+        used: dict[str, int] = dict(conn.tuples("SELECT geometry, COUNT(*) FROM kv_formula_prediction "
+                                                "WHERE geometry IS NOT NULL GROUP BY geometry"))
     for r in rows:
         r["boots"] = used.get(r["name"], 0)
     return rows
