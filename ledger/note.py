@@ -72,7 +72,7 @@ def side(ledger: Ledger, bid: int, notice: str | None = None) -> dict[str, Any]:
         failures = [{"kind": f.kind, "phase": f.phase, "line": f.line, "rank": f.rank,
                      "text": _message(f.line, f.text), **json.loads(f.figures)} for f in b.failures]
         conc = facts.get("max_concurrency")
-        out = {
+        out: dict[str, Any] = {
             "boot": boot_id(b.id), "deploy": deploy_name(b.deploy), "outcome": b.outcome,
             "engine_version": b.engine_version, "started_at": iso(b.started_at),
             "source": {"path": b.source_path, "first_line": b.first_line, "last_line": b.last_line},

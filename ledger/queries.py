@@ -217,7 +217,7 @@ def newest_first(session: Reader, where: str = "1 = 1", params: dict[str, Any] |
 
 
 def latest_boot(session: Reader, deploy_id: int, outcome: str | None = None) -> Boot | None:
-    where, params = "deploy_id = :deploy", {"deploy": deploy_id}
+    where, params = "deploy_id = :deploy", dict[str, Any](deploy=deploy_id)
     if outcome is not None:
         where += " AND outcome = :outcome"
         params["outcome"] = outcome
@@ -283,7 +283,8 @@ def iter_history(ledger: Ledger, deploy: str | None = None, outcome: str | None 
     timestamp (``YYYY-MM-DD HH:MM:SS``, see ``ledger.since``); ``boot_ids`` limits them to
     those boots (``ledger serve``)."""
     with ledger.reading() as s:
-        where, params = ["1 = 1"], {}
+        where: list[str] = ["1 = 1"]
+        params: dict[str, Any] = {}
         if boot_ids is not None:
             where.append(f"id IN {in_list('id', boot_ids, params)}")
         if deploy:
@@ -421,7 +422,7 @@ def iter_export(ledger: Ledger, refs: list[str] | None = None) -> Iterator[dict[
     """Export objects, oldest boot first, as they are read (``CHUNK`` boots at a time);
     ``refs`` as for ``resolve_boot`` (all boots if empty)."""
     with ledger.reading() as s:
-        where, params = "1 = 1", {}
+        where, params = "1 = 1", dict[str, Any]()
         if refs:
             where = f"id IN {in_list('id', [resolve_boot(s, r).id for r in refs], params)}"
         sql = f"SELECT {BOOT_COLUMNS} FROM boot WHERE {where} ORDER BY {EXPORT_ORDER}"

@@ -86,7 +86,7 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
             if key is None:
                 raise LedgerError(f"boot {anchor.id} has no group (model, KV dtype, TP size, block size and "
                                   "release are not all known)")
-            q, params = "SELECT id FROM boot", {}
+            q, params = "SELECT id FROM boot", dict[str, Any]()
         elif deploys or deploy_ids:
             ids = list(deploy_ids or []) + [d.id for ref in deploys or [] for d in deploys_named(s, ref)]
             params = {}
@@ -113,7 +113,7 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
     rows = []
     others: dict[str, set[str]] = {k: set() for k in KNOBS if k != knob}
     with ledger.reading() as s:
-        params: dict[str, Any] = {}
+        params = {}
         boots = with_children(s, boots_where(s, f"id IN {in_list('b', boot_ids, params)}", params))
         for b in boots:
             shape = {sh.key: json.loads(sh.value) for sh in b.shape}

@@ -164,7 +164,6 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
     from sqlalchemy import create_engine, event
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
-    from sqlalchemy.orm import sessionmaker
 
     from .migrate import migrate as run_migrations
 
