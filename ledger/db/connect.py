@@ -200,7 +200,7 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
         event.listen(engine, "connect", _postgresql_settings)
         if mode == "read":
             event.listen(engine, "connect", _read_only_session)
-    ledger = Ledger(url, lambda: engine, mode)
+    ledger = Ledger(url, lambda: engine, mode, _engine=engine)
     try:
         if path is not None:
             with engine.connect():
