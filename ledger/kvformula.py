@@ -13,10 +13,7 @@ from typing import Any
 
 from ledger.parsers.units import format_bytes
 
-from . import formula as f
 from .db.connect import Ledger
-from .db.formula import boots_of_model, put_geometry, repredict
-from .db.writer import retrying
 from .errors import LedgerError
 from .verdicts import CheckLine, kv_line, view_rows
 
@@ -25,6 +22,8 @@ def default_name(path: str) -> str:
     """The name a model is recorded under without ``--as``: ``ORG/NAME`` for a folder in a hub
     cache (``models--ORG--NAME/snapshots/HASH``), else the folder's absolute path (what vLLM
     prints for a local model)."""
+    from . import formula as f  # the model's arithmetic: not loaded by the read commands
+
     p = Path(path).expanduser()
     folder = p.parent if p.name == "config.json" or p.is_file() else p
     return f.repo_id_of_path(str(folder)) or os.path.abspath(folder)
@@ -34,6 +33,10 @@ def add_model(ledger: Ledger, path: str, name: str | None = None) -> dict[str, A
     """Record the geometry of the config.json at ``path`` (or in the folder ``path``) under
     ``name``, and predict again every boot of that model, in one transaction; what was recorded
     and the re-predicted boots' verdicts."""
+    from . import formula as f
+    from .db.formula import boots_of_model, put_geometry, repredict
+    from .db.writer import retrying
+
     try:
         data, sha = f.read_config(path)
         figures = f.model_figures(data)
