@@ -1,7 +1,8 @@
 """Opening a ledger: the one way in for every command.
 
-* ``connect(db, mode="read" | "write")``: a ``Ledger`` (SQLAlchemy) for the queries; a command
-  says whether it only reads.  In write mode ``Ledger.writer()`` gives the ``Writer`` its
+* ``connect(db, mode="read" | "write")``: a ``Ledger`` for the queries (``reading()``: SQL text on
+  sqlite3 alone for a SQLite file opened to read, so no read command imports SQLAlchemy; else on
+  a SQLAlchemy connection); a command says whether it only reads.  In write mode ``Ledger.writer()`` gives the ``Writer`` its
   writes go through (``ledger deploy set``).  Write mode creates a missing SQLite file and
   migrates an older ledger; read mode changes no byte: a SQLite file opened read-only (a
   PostgreSQL session READ ONLY), nothing created (a missing ledger is an error for a command,
