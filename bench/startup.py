@@ -13,8 +13,9 @@ The ledgers:
 * ``--ledger PATH``: an existing ledger, e.g. the 100k-boot one that ``bench/scale.py`` builds
   (``python bench/scale.py --sizes 100000 --groups one --reuse`` keeps it in
   ``bench/out/ledger-one-100000.db``; ``--scale`` is a shortcut for that path).  On such a
-  ledger the commands that print every boot (``history``, ``export`` without a boot) are left
-  out: they print 100k rows, a cost of the rows, not of start-up (``bench/scale.py`` times them).
+  ledger the commands that print every boot (``history``, ``export`` without a boot, ``sweep``
+  of a group: there every boot is of the one group) are left out: they print 100k rows, a cost
+  of the rows, not of start-up (``bench/scale.py`` times history and export of everything).
 
 The boots the commands name (``show A``, ``diff A B`` …) are read from the ledger: the two
 newest boots, the newest one with a KV group (``sweep --group``) and a cost per token
@@ -42,7 +43,7 @@ FLOOR = [sys.executable, "-c", "pass"]
 LEDGER = [sys.executable, "-m", "ledger"]  # what the console script runs, without its shim
 
 # name -> argv ({a}, {b}: the two newest boots; {g}: a boot with a KV group; {c}: one with a cost
-# per token; {d}: a deploy reference); "all" marks the commands that print every boot
+# per token; {d}: a deploy reference); True marks the commands that print a row per boot
 COMMANDS: dict[str, tuple[list[str], bool]] = {
     "history": (["history"], True),
     "history --limit 20": (["history", "--limit", "20"], False),
@@ -62,7 +63,7 @@ COMMANDS: dict[str, tuple[list[str], bool]] = {
     "db current": (["db", "current"], False),
     "db path": (["db", "path"], False),
     "note": (["note", "{a}", "--against", "{b}"], False),
-    "sweep": (["sweep", "max_model_len", "--group", "{g}"], False),
+    "sweep": (["sweep", "max_model_len", "--group", "{g}"], True),  # a row per boot of the group
     "predict": (["predict", "--like", "{c}", "--tokens", "100000"], False),
     "--version": (["--version"], False),
 }
