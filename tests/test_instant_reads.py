@@ -87,3 +87,22 @@ def test_a_ledger_of_a_newer_revision_is_refused_as_newer(tmp_path, cli):
     r = CliRunner().invoke(main, ["history", "--db", str(path)])
     assert r.exit_code == 2
     assert "newer than this version of ledger knows" in r.stderr
+
+
+def test_the_read_queries_give_the_same_objects_on_sqlite3_and_on_sqlalchemy(fixture_ledger):
+    """The SQL text is one for both connections: a ledger opened to write reads through
+    SQLAlchemy, one opened to read through sqlite3; their history, export and show agree."""
+    from ledger.db.connect import connect
+    from ledger.queries import export, history, show
+
+    plain, orm = connect(fixture_ledger, mode="read"), connect(fixture_ledger, mode="write")
+    try:
+        assert plain.read_path is not None and orm.read_path is None
+        with orm.reading() as r:
+            assert r.sqlalchemy
+        assert history(plain) == history(orm)
+        assert export(plain) == export(orm)
+        assert show(plain, "9") == show(orm, "9")
+    finally:
+        plain.dispose()
+        orm.dispose()
