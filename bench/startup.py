@@ -1,18 +1,34 @@
-"""How long the read commands take to start on an existing SQLite ledger, against the
-interpreter floor (``python -c "import sqlite3"``) measured in the same run.
+"""How long each read command takes on a SQLite ledger, against the interpreter floor
+(``python -c pass``) measured in the same run (issue 28).
 
-A ledger holding the 42 real excerpts (43 boots) is built once; then each command runs
-``--repeat`` times, each run paired with a floor run just before it, and the median of the
-pairs' ratios is printed (the machine's speed drifts; a pair sees the same drift).  The target
-(issue 13) is 2x the floor for history, show, diff and check.
+Each command runs ``--repeat`` times, each run paired with a floor run just before it (the
+machine's speed drifts; a pair sees the same drift); printed: the command's median wall time,
+the floor's median, their ratio, and the median of the pairs' ratios.  The target: every read
+command <= 10x the floor on the fixtures' ledger, <= 12x on the 100k-boot ledger (two cores).
 
-Usage: python bench/startup.py [--repeat N]
+The ledgers:
+
+* default: every real fixture (``fixtures/real/*.log``) ingested into a new ledger, labelled
+  ``fixtures`` (so that a deploy reference and a sweep have something to name);
+* ``--ledger PATH``: an existing ledger, e.g. the 100k-boot one that ``bench/scale.py`` builds
+  (``python bench/scale.py --sizes 100000 --groups one --reuse`` keeps it in
+  ``bench/out/ledger-one-100000.db``; ``--scale`` is a shortcut for that path).  On such a
+  ledger the commands that print every boot (``history``, ``export`` without a boot, ``sweep``
+  of a group: there every boot is of the one group) are left out: they print 100k rows, a cost
+  of the rows, not of start-up (``bench/scale.py`` times history and export of everything).
+
+The boots the commands name (``show A``, ``diff A B`` …) are read from the ledger: the two
+newest boots, the newest one with a KV group (``sweep --group``) and a cost per token
+(``predict --like``).
+
+Usage: python bench/startup.py [--repeat N] [--ledger PATH | --scale] [--only NAME ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -22,15 +38,37 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = sorted((ROOT / "fixtures" / "real").glob("*.log"))
-FLOOR = [sys.executable, "-c", "import sqlite3"]
-COMMANDS = {
-    "history": ["history"],
-    "show": ["show", "2"],
-    "diff": ["diff", "1", "2"],
-    "check": ["check"],
-    "history --format json": ["history", "--format", "json"],
-    "--version": ["--version"],
+SCALE_LEDGER = ROOT / "bench" / "out" / "ledger-one-100000.db"
+FLOOR = [sys.executable, "-c", "pass"]
+LEDGER = [sys.executable, "-m", "ledger"]  # what the console script runs, without its shim
+
+# name -> argv ({a}, {b}: the two newest boots; {g}: a boot with a KV group; {c}: one with a cost
+# per token; {d}: a deploy reference); True marks the commands that print a row per boot
+COMMANDS: dict[str, tuple[list[str], bool]] = {
+    "history": (["history"], True),
+    "history --limit 20": (["history", "--limit", "20"], False),
+    "history --format json --limit 20": (["history", "--format", "json", "--limit", "20"], False),
+    "history --deploy D": (["history", "--deploy", "{d}", "--limit", "20"], False),
+    "show": (["show", "{a}"], False),
+    "show --format json": (["show", "{a}", "--format", "json"], False),
+    "diff": (["diff", "{a}", "{b}"], False),
+    "check": (["check"], False),
+    "check D": (["check", "{d}"], False),
+    "runtime": (["runtime", "{a}"], False),
+    "export": (["export"], True),
+    "export A": (["export", "{a}"], False),
+    "sql": (["sql", "SELECT count(*) FROM boot"], False),
+    "deploy list": (["deploy", "list"], False),
+    "model list": (["model", "list"], False),
+    "db current": (["db", "current"], False),
+    "db path": (["db", "path"], False),
+    "note": (["note", "{a}", "--against", "{b}"], False),
+    "sweep": (["sweep", "max_model_len", "--group", "{g}"], True),  # a row per boot of the group
+    "predict": (["predict", "--like", "{c}", "--tokens", "100000"], False),
+    "--version": (["--version"], False),
 }
+# shell completion of a boot id (``ledger show <TAB>``): click's protocol, through the environment
+COMPLETION = {"_LEDGER_COMPLETE": "bash_complete", "COMP_WORDS": "ledger show ", "COMP_CWORD": "2"}
 
 
 def wall(cmd: list[str], env: dict[str, str]) -> float:
@@ -39,25 +77,62 @@ def wall(cmd: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t
 
 
+def references(path: str) -> dict[str, str]:
+    """The boots and the deploy the commands name, read from the ledger."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        newest = [r[0] for r in con.execute("SELECT id FROM boot ORDER BY id DESC LIMIT 2")]
+        group = con.execute("SELECT max(boot_id) FROM boot_kv WHERE group_key IS NOT NULL").fetchone()[0]
+        cost = con.execute("SELECT max(boot_id) FROM kv_cost_per_token").fetchone()[0]
+        deploy = con.execute("SELECT deploy_id FROM boot WHERE id = ?", (newest[0],)).fetchone()[0]
+    finally:
+        con.close()
+    a, b = (newest + newest)[:2]
+    return {"a": str(a), "b": str(b), "g": str(group or a), "c": str(cost or a), "d": f"deploy:{deploy}"}
+
+
+def run(path: str, repeat: int, whole: bool, only: list[str] | None) -> None:
+    env = dict(os.environ, LEDGER_DB=path)
+    env.pop("NO_COLOR", None)
+    refs = references(path)
+    wall(FLOOR, env)  # warm the file cache
+    wall([*LEDGER, "history", "--limit", "1"], env)
+    print(f"ledger {path}: boots {refs['a']} and {refs['b']}, group {refs['g']}, cost {refs['c']}, {refs['d']}")
+    print(f"{'command':<36} {'median':>8} {'floor':>8} {'ratio':>7} {'pairs':>7}")
+    jobs = [(name, [*LEDGER, *(a.format(**refs) for a in argv)], env)
+            for name, (argv, every) in COMMANDS.items() if whole or not every]
+    jobs.append(("completion (show <TAB>)", LEDGER, dict(env, **COMPLETION)))
+    for name, cmd, cmd_env in jobs:
+        if only and name not in only:
+            continue
+        pairs = []
+        for _ in range(repeat):
+            floor = wall(FLOOR, env)
+            pairs.append((wall(cmd, cmd_env), floor))
+        cmd_median, floor_median = statistics.median(c for c, _ in pairs), statistics.median(f for _, f in pairs)
+        print(f"{name:<36} {cmd_median:7.3f}s {floor_median:7.3f}s {cmd_median / floor_median:6.1f}x "
+              f"{statistics.median(c / f for c, f in pairs):6.1f}x", flush=True)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=7)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=11)
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--ledger", help="an existing SQLite ledger (default: a new one of every real fixture)")
+    where.add_argument("--scale", action="store_true", help=f"the 100k-boot ledger of bench/scale.py ({SCALE_LEDGER})")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="only these commands (as the first column names them)")
     args = ap.parse_args()
-    ledger = [sys.executable, "-m", "ledger"]  # what the console script runs, without its shim
+    if args.scale or args.ledger:
+        path = Path(args.ledger or SCALE_LEDGER)
+        if not path.exists():
+            raise SystemExit(f"{path}: no ledger (python bench/scale.py --sizes 100000 --groups one --reuse builds it)")
+        run(str(path), args.repeat, whole=False, only=args.only)
+        return
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, LEDGER_DB=os.path.join(d, "ledger.db"))
-        subprocess.run([*ledger, "ingest", *map(str, REAL)], env=env, stdout=subprocess.DEVNULL, check=True)
-        wall(FLOOR, env)  # warm the file cache
-        print(f"{'command':<24} {'median':>8} {'floor':>8} {'ratio (median of pairs)':>24}")
-        for name, argv in COMMANDS.items():
-            pairs = []
-            for _ in range(args.repeat):
-                floor = wall(FLOOR, env)
-                cmd = wall([*ledger, *argv], env)
-                pairs.append((cmd, floor))
-            ratio = statistics.median(c / f for c, f in pairs)
-            print(f"ledger {name:<17} {statistics.median(c for c, _ in pairs):7.3f}s "
-                  f"{statistics.median(f for _, f in pairs):7.3f}s {ratio:23.1f}x")
+        path = os.path.join(d, "ledger.db")
+        subprocess.run([*LEDGER, "ingest", "--db", path, "--label", "fixtures", *map(str, REAL)],
+                       stdout=subprocess.DEVNULL, check=True)
+        run(path, args.repeat, whole=True, only=args.only)
 
 
 if __name__ == "__main__":

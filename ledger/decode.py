@@ -18,10 +18,8 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import select
-
-from .db import models as m
 from .db.connect import Ledger
+from .db.reader import get_deploy
 from .errors import LedgerError
 from .queries import deploy_name, pick_boot, resolve_side
 
@@ -45,13 +43,11 @@ def parse_percent(text: str) -> float:
 def decode_figure(ledger: Ledger, boot_id: int) -> dict[str, Any]:
     """A boot's decode median (t/s), how many intervals it is over, its within-boot noise in
     percent, and where it came from (None figures when the boot printed none)."""
-    with ledger.Session() as s:
-        S = m.RuntimeSample.c
-        rows = s.execute(select(S.generation_throughput_tps, S.running_reqs)
-                         .where(S.boot_id == boot_id, S.kind == "engine_stats")).all()
-        probe = s.execute(select(m.Fact).where(m.Fact.boot_id == boot_id, m.Fact.name == "decode_probe_tps")
-                          .order_by(m.Fact.line)).scalars().first()
-        probe_line = (probe.line, probe.value) if probe is not None else None
+    with ledger.reading() as s:
+        rows = s.tuples("SELECT generation_throughput_tps, running_reqs FROM runtime_sample "
+                        "WHERE boot_id = :b AND kind = 'engine_stats'", {"b": boot_id})
+        probe_line = s.one("SELECT line, value FROM fact WHERE boot_id = :b AND name = 'decode_probe_tps' "
+                           "ORDER BY line LIMIT 1", {"b": boot_id})
     busy = [r[0] for r in rows if r[0] is not None and (r[1] or 0) > 0]
     if busy:
         median = statistics.median(busy)
@@ -86,9 +82,9 @@ class DecodeComparison:
 def _boot_to_boot(ledger: Ledger, deploy_id: int) -> tuple[float, str]:
     """The spread of the control deploy's ready boots' decode medians (their relative standard
     deviation, in percent) where two or more have one; else the prior."""
-    with ledger.Session() as s:
-        ids = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == deploy_id, m.Boot.outcome == "ready"))
-                   .scalars())
+    with ledger.reading() as s:
+        ids = s.scalars("SELECT id FROM boot WHERE deploy_id = :d AND outcome = 'ready' ORDER BY id",
+                        {"d": deploy_id})
     medians = [f["median_tps"] for f in (decode_figure(ledger, i) for i in ids)
                if f["median_tps"] and f["source"] == "stats intervals with running requests"]
     if len(medians) >= 2:
@@ -100,7 +96,7 @@ def _boot_to_boot(ledger: Ledger, deploy_id: int) -> tuple[float, str]:
 def compare_decode(ledger: Ledger, boot_id: int, control_ref: str,
                    max_drop_pct: float = DEFAULT_MAX_DROP_PCT) -> DecodeComparison:
     """``boot_id``'s decode median against the control deploy's latest ready boot's."""
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         control_boot, _ = resolve_side(s, control_ref, "ready")
         control_id, control_deploy_id = control_boot.id, control_boot.deploy_id
         control_name = deploy_name(control_boot.deploy)
@@ -131,8 +127,8 @@ def _over(f: dict[str, Any]) -> str:
 
 def latest_ready(ledger: Ledger, deploy_id: int) -> int | None:
     """The deploy's latest ready boot (its latest boot when none is ready)."""
-    with ledger.Session() as s:
-        d = s.get(m.Deploy, deploy_id)
+    with ledger.reading() as s:
+        d = get_deploy(s, deploy_id)
         if d is None:
             return None
         try:
@@ -146,10 +142,10 @@ def add_decode_checks(ledger: Ledger, results: list[Any], control_ref: str, max_
     latest ready boot against the control's (the control itself: ``reference``)."""
     from .verdicts import CheckLine
 
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         control_boot, _ = resolve_side(s, control_ref, "ready")
         control_deploy = control_boot.deploy_id
-        deploy_of = {r.boot: s.get(m.Boot, r.boot).deploy_id for r in results}
+        deploy_of = {r.boot: s.scalar("SELECT deploy_id FROM boot WHERE id = :b", {"b": r.boot}) for r in results}
     for r in results:
         did = deploy_of[r.boot]
         if did == control_deploy:

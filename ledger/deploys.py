@@ -7,12 +7,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import select
-
 from ledger.parsers.units import UnitError, human_bytes
 
-from .db import models as m
 from .db.connect import Ledger
+from .db.reader import deploys_where, get_boot, get_deploy
 from .db.writes import (
     DeployInfo,
     delete_boots,
@@ -78,7 +76,7 @@ def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, d
 
 def _one_deploy(ledger: Ledger, ref: str) -> tuple[int, str]:
     """The id and name of the one deploy ``ref`` names."""
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         d = one_deploy(s, ref)
         return d.id, deploy_name(d)
 
@@ -87,7 +85,7 @@ def _same_group(ledger: Ledger, deploy: int, name: str, ref_boot: int) -> None:
     """A reference boot predicts a deploy's tokens only from its own group (model, KV dtype,
     TP, block size, engine release): refuse one of another group, showing both keys.  A key
     that is not known (figures missing) is not refused: the view then says 'insufficient'."""
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         latest = latest_boot(s, deploy)
     if latest is None:
         return
@@ -104,8 +102,8 @@ def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[s
         if key not in SETTINGS:
             raise LedgerError(f"{key}: unknown setting (known: {', '.join(SETTINGS)})")
     d_id, name = _one_deploy(ledger, ref)
-    with ledger.Session() as s:
-        have = set(s.execute(select(m.DeploySetting.key).where(m.DeploySetting.deploy_id == d_id)).scalars())
+    with ledger.reading() as s:
+        have = set(s.scalars('SELECT "key" FROM deploy_setting WHERE deploy_id = :d', {"d": d_id}))
     unset = [k for k in dict.fromkeys(keys) if k not in have]
     if unset:
         raise LedgerError(f"{name}: {', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set "
@@ -124,8 +122,8 @@ def label_deploy(ledger: Ledger, ref: str, label: str) -> tuple[str, str]:
     d_id, before = _one_deploy(ledger, ref)
     with ledger.writer() as writer:
         set_deploy_label(writer, d_id, label)
-    with ledger.Session() as s:
-        after = deploy_name(s.get(m.Deploy, d_id))
+    with ledger.reading() as s:
+        after = deploy_name(get_deploy(s, d_id))  # type: ignore[arg-type]
     return before, after
 
 
@@ -146,8 +144,9 @@ def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: De
         dest = info
     with ledger.writer() as writer:
         deploy, came_from = move_boots(writer, [int(r) for r in refs], dest)
-    with ledger.Session() as s:
-        names = {d: f"deploy:{d} ({deploy_name(s.get(m.Deploy, d)).strip('()')})" for d in {deploy, *came_from}}
+    with ledger.reading() as s:
+        names = {d: f"deploy:{d} ({deploy_name(get_deploy(s, d)).strip('()')})"  # type: ignore[arg-type]
+                 for d in {deploy, *came_from}}
     return {"boots": sorted(int(r) for r in set(refs)), "deploy": names[deploy],
             "from": [{"deploy": names[d], "boots": b} for d, b in sorted(came_from.items())]}
 
@@ -159,10 +158,10 @@ def describe_boots(ledger: Ledger, refs: list[str]) -> list[dict[str, Any]]:
     if bad:
         raise LedgerError(f"{shown(bad[0])}: ledger rm takes boot ids (as ledger history shows them)")
     out = []
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         for ref in refs:
             number = as_id(ref)
-            b = None if number is None else s.get(m.Boot, number)
+            b = None if number is None else get_boot(s, number)
             if b is None:
                 raise LedgerError(f"{shown(ref)}: no boot by that id; nothing removed")
             out.append({"boot": boot_id(b.id), "outcome": b.outcome, "deploy": deploy_name(b.deploy),
@@ -176,12 +175,11 @@ def remove_boots(ledger: Ledger, ids: list[int]) -> int:
 
 
 def list_deploys(ledger: Ledger) -> list[dict[str, Any]]:
-    with ledger.Session() as s:
-        rows = []
-        for d in s.execute(select(m.Deploy).order_by(m.Deploy.id)).scalars():
-            settings = {r.key: r.value for r in s.execute(select(m.DeploySetting)
-                                                             .where(m.DeploySetting.deploy_id == d.id)).scalars()}
-            boots = [b.id for b in d.boots]
-            rows.append({"deploy": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image": d.image_digest,
-                         "label": d.label, "boots": len(boots), "settings": typed_settings(settings)})
-        return rows
+    with ledger.reading() as s:
+        settings: dict[int, dict[str, str]] = {}
+        for deploy_id, key, value in s.tuples('SELECT deploy_id, "key", value FROM deploy_setting ORDER BY id'):
+            settings.setdefault(deploy_id, {})[key] = value
+        counts = dict(s.tuples("SELECT deploy_id, COUNT(*) FROM boot GROUP BY deploy_id"))
+        return [{"deploy": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image": d.image_digest,
+                 "label": d.label, "boots": counts.get(d.id, 0), "settings": typed_settings(settings.get(d.id, {}))}
+                for d in deploys_where(s)]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .db.connect import Ledger
+from .db.reader import with_children
 from .queries import INTEGER_UNITS, boot_summaries, deploy_name, export_value, resolve_side
 from .render import boot_id
 
@@ -46,8 +47,9 @@ class DiffResult:
 def diff(ledger: Ledger, a_ref: str, b_ref: str, show_all: bool = False) -> DiffResult:
     """A against B; a deploy means its latest ready boot (``D@latest``: its latest boot), and
     the result's notices say when a newer boot was passed over."""
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         (a, a_notice), (b, b_notice) = resolve_side(s, a_ref, "ready"), resolve_side(s, b_ref, "ready")
+        with_children(s, [a, b], facts=False)
         sums = boot_summaries(s, [a.id, b.id])
         side_a, side_b = (Side(x.id, deploy_name(x.deploy), x.engine_version, x.outcome,
                                f"{x.source_path}:{x.first_line}-{x.last_line}") for x in (a, b))

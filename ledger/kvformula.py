@@ -11,14 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
-
 from ledger.parsers.units import format_bytes
 
-from . import formula as f
 from .db.connect import Ledger
-from .db.formula import boots_of_model, put_geometry, repredict
-from .db.writer import retrying
 from .errors import LedgerError
 from .verdicts import CheckLine, kv_line, view_rows
 
@@ -27,6 +22,8 @@ def default_name(path: str) -> str:
     """The name a model is recorded under without ``--as``: ``ORG/NAME`` for a folder in a hub
     cache (``models--ORG--NAME/snapshots/HASH``), else the folder's absolute path (what vLLM
     prints for a local model)."""
+    from . import formula as f  # the model's arithmetic: not loaded by the read commands
+
     p = Path(path).expanduser()
     folder = p.parent if p.name == "config.json" or p.is_file() else p
     return f.repo_id_of_path(str(folder)) or os.path.abspath(folder)
@@ -36,6 +33,10 @@ def add_model(ledger: Ledger, path: str, name: str | None = None) -> dict[str, A
     """Record the geometry of the config.json at ``path`` (or in the folder ``path``) under
     ``name``, and predict again every boot of that model, in one transaction; what was recorded
     and the re-predicted boots' verdicts."""
+    from . import formula as f
+    from .db.formula import boots_of_model, put_geometry, repredict
+    from .db.writer import retrying
+
     try:
         data, sha = f.read_config(path)
         figures = f.model_figures(data)
@@ -73,12 +74,12 @@ MODEL_COLUMNS = ["name", "layout", "layers", "attn_layers", "num_kv_heads", "hea
 
 def list_models(ledger: Ledger) -> list[dict[str, Any]]:
     """Every recorded geometry, with where it came from and how many boots are predicted from it."""
-    with ledger.engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(text(
+    with ledger.reading() as conn:
+        rows = conn.rows(
             "SELECT name, layout, architecture, layers, attn_layers, num_kv_heads, head_size, mamba_layers, "
-            "model_dtype, unsupported, source, config_sha256, added_at FROM model_geometry ORDER BY name"))]
-        used: dict[str, int] = dict(conn.execute(text("SELECT geometry, COUNT(*) FROM kv_formula_prediction "
-                                      "WHERE geometry IS NOT NULL GROUP BY geometry")).all())
+            "model_dtype, unsupported, source, config_sha256, added_at FROM model_geometry ORDER BY name")
+        used: dict[str, int] = dict(conn.tuples("SELECT geometry, COUNT(*) FROM kv_formula_prediction "
+                                                "WHERE geometry IS NOT NULL GROUP BY geometry"))
     for r in rows:
         r["boots"] = used.get(r["name"], 0)
     return rows

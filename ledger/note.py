@@ -15,12 +15,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.orm import selectinload
-
 from ledger.parsers.lines import parse_line
 
-from .db import models as m
 from .db.connect import Ledger
+from .db.reader import get_boot
 from .decode import DEFAULT_MAX_DROP_PCT, compare_decode, decode_figure
 from .derived import boot_derived
 from .kvformula import check_lines_for_boot
@@ -57,9 +55,8 @@ def _message(number: int | None, text: str | None) -> str | None:
 def side(ledger: Ledger, bid: int, notice: str | None = None) -> dict[str, Any]:
     """One boot as a note tells it: who it is, its shape, the views' figures and verdicts, the
     lines they came from, its failures, its decode figure."""
-    with ledger.Session() as s:
-        b = s.get(m.Boot, bid, options=[selectinload(m.Boot.shape), selectinload(m.Boot.failures),
-                                         selectinload(m.Boot.deploy)])
+    with ledger.reading() as s:
+        b = get_boot(s, bid, shape=True, failures=True)
         assert b is not None
         shape = {sh.key: json.loads(sh.value) for sh in b.shape}
         shape_lines = {sh.key: sh.line for sh in b.shape}
@@ -75,7 +72,7 @@ def side(ledger: Ledger, bid: int, notice: str | None = None) -> dict[str, Any]:
         failures = [{"kind": f.kind, "phase": f.phase, "line": f.line, "rank": f.rank,
                      "text": _message(f.line, f.text), **json.loads(f.figures)} for f in b.failures]
         conc = facts.get("max_concurrency")
-        out = {
+        out: dict[str, Any] = {
             "boot": boot_id(b.id), "deploy": deploy_name(b.deploy), "outcome": b.outcome,
             "engine_version": b.engine_version, "started_at": iso(b.started_at),
             "source": {"path": b.source_path, "first_line": b.first_line, "last_line": b.last_line},
@@ -103,7 +100,7 @@ def note(ledger: Ledger, a_ref: str, b_ref: str | None = None, show_all: bool = 
          max_decode_drop_pct: float = DEFAULT_MAX_DROP_PCT) -> Note:
     """The note for ``a_ref`` (a boot, or a deploy: its latest ready boot, ``D@latest`` for its
     latest), against ``b_ref`` when given."""
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         a_boot, a_notice = resolve_side(s, a_ref, "ready")
         a_id = a_boot.id
         b_id, b_notice = None, None

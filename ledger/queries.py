@@ -11,14 +11,26 @@ from collections import defaultdict
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from sqlalchemy import Select, false, func, or_, select
-from sqlalchemy.orm import Session, selectinload
-
 from ledger.parsers.units import MAX_FIGURE
 from ledger.parsers.vocabulary import FactName, Verdict, summarize
 
-from .db import models as m
 from .db.connect import Ledger
+from .db.reader import (
+    BOOT_COLUMNS,
+    Boot,
+    Deploy,
+    Fact,
+    Reader,
+    boots_where,
+    chunks,
+    deploys_where,
+    facts_of,
+    get_boot,
+    get_deploy,
+    in_list,
+    with_children,
+    with_deploys,
+)
 from .errors import LedgerError, shown
 from .kvformula import check_lines_for_boot, formula_verdicts
 from .render import boot_id, iso
@@ -54,7 +66,7 @@ def as_id(ref: str) -> int | None:
     return number if number <= MAX_FIGURE else None
 
 
-def resolve_boot(session: Session, ref: str, default: str = "latest") -> m.Boot:
+def resolve_boot(session: Reader, ref: str, default: str = "latest") -> Boot:
     """A boot id, or a deploy (commit or digest prefix, or label) meaning its latest boot
     (``default="ready"``: its latest ready boot); ``D@ready`` and ``D@latest`` say which."""
     return resolve_side(session, ref, default)[0]
@@ -73,13 +85,13 @@ def split_selector(ref: str) -> tuple[str, str | None]:
     return ref, None
 
 
-def resolve_side(session: Session, ref: str, default: str = "latest") -> tuple[m.Boot, str | None]:
+def resolve_side(session: Reader, ref: str, default: str = "latest") -> tuple[Boot, str | None]:
     """``resolve_boot``, and a notice when the boot chosen for a deploy is not its newest
     (a newer boot that did not come up, or no ready boot at all)."""
     ref, which = split_selector(ref)
     number = as_id(ref) if which is None else None
     if number is not None:
-        boot = session.get(m.Boot, number)
+        boot = get_boot(session, number)
         if boot is not None:
             return boot, None
     deploys = resolve_deploys(session, ref)
@@ -93,7 +105,7 @@ def resolve_side(session: Session, ref: str, default: str = "latest") -> tuple[m
     return pick_boot(session, deploys[0], which or default, explicit=which is not None)
 
 
-def pick_boot(session: Session, deploy: m.Deploy, which: str, explicit: bool = False) -> tuple[m.Boot, str | None]:
+def pick_boot(session: Reader, deploy: Deploy, which: str, explicit: bool = False) -> tuple[Boot, str | None]:
     """A deploy's latest boot (``which="latest"``) or latest ready one (``"ready"``), and a
     notice when a newer boot is passed over; with no ready boot, an error if ``@ready`` was
     asked for (``explicit``), else the latest boot and a notice that says so."""
@@ -101,9 +113,12 @@ def pick_boot(session: Session, deploy: m.Deploy, which: str, explicit: bool = F
     latest = latest_boot(session, deploy.id)
     if latest is None:
         raise LedgerError(f"{name}: that deploy has no boots")
+    latest.deploy = deploy
     if which == "latest":
         return latest, None
     ready = latest_boot(session, deploy.id, outcome="ready")
+    if ready is not None:
+        ready.deploy = deploy
     if ready is None:
         if explicit:
             raise LedgerError(f"{name}@ready: that deploy has no ready boot (its latest, boot {latest.id}, "
@@ -129,7 +144,7 @@ def deploy_ref(ref: str) -> int | None:
     return None
 
 
-def resolve_deploys(session: Session, ref: str) -> list[m.Deploy]:
+def resolve_deploys(session: Reader, ref: str) -> list[Deploy]:
     """The deploys ``ref`` names: ``deploy:N`` (its id), else a label, else a commit or image
     digest prefix (a label that matches wins)."""
     ref = ref.strip()
@@ -137,27 +152,29 @@ def resolve_deploys(session: Session, ref: str) -> list[m.Deploy]:
         return []
     number = deploy_ref(ref)
     if number is not None:
-        d = session.get(m.Deploy, number)
+        d = get_deploy(session, number)
         return [d] if d is not None else []
     digest = ref if ref.startswith("sha256:") else f"sha256:{ref}"
-    q = select(m.Deploy).where(
-        or_(
-            m.Deploy.label == ref,
-            m.Deploy.commit_sha.startswith(ref, autoescape=True) if len(ref) >= 4 else false(),
-            m.Deploy.image_digest.startswith(digest, autoescape=True) if len(ref) >= 4 else false(),
-        )
-    )
-    found = list(session.execute(q).scalars())
+    where, params = "label = :ref", {"ref": ref}
+    if len(ref) >= 4:  # a prefix: LIKE with its wildcards escaped
+        where += " OR commit_sha LIKE :commit ESCAPE '/' OR image_digest LIKE :digest ESCAPE '/'"
+        params.update(commit=_like_prefix(ref), digest=_like_prefix(digest))
+    found = deploys_where(session, where, params)
     exact = [d for d in found if d.label == ref]
     return exact or found
 
 
-def one_deploy(session: Session, ref: str, by_id: bool = False) -> m.Deploy:
+def _like_prefix(text: str) -> str:
+    """``text%`` for a LIKE, its ``%``, ``_`` and ``/`` escaped with ``/``."""
+    return text.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
+
+
+def one_deploy(session: Reader, ref: str, by_id: bool = False) -> Deploy:
     """The one deploy ``ref`` names: a commit or digest prefix or a label (``by_id``: its id
     first, as ``ledger serve``'s links give it); an error for none or several."""
     number = as_id(ref) if by_id else None
     if number is not None:
-        d = session.get(m.Deploy, number)
+        d = get_deploy(session, number)
         if d is not None:
             return d
     deploys = resolve_deploys(session, ref)
@@ -170,7 +187,7 @@ def one_deploy(session: Session, ref: str, by_id: bool = False) -> m.Deploy:
     return deploys[0]
 
 
-def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
+def deploys_named(session: Reader, ref: str) -> list[Deploy]:
     """``resolve_deploys``, or the error that no deploy goes by ``ref``."""
     deploys = resolve_deploys(session, ref)
     if not deploys and deploy_ref(ref) is not None:
@@ -180,37 +197,38 @@ def deploys_named(session: Session, ref: str) -> list[m.Deploy]:
     return deploys
 
 
-def newest_first(session: Session, q: Select, limit: int | None = None) -> Generator[m.Boot, None, None]:
-    """The boots of ``q`` newest first (started_at descending, the boots without one last, then
-    id descending), ``limit`` of them, read as they come: the started ones and the others in
-    two queries, each a walk of an index on (…, started_at, id) — one ``ORDER BY started_at
+def newest_first(session: Reader, where: str = "1 = 1", params: dict[str, Any] | None = None,
+                 limit: int | None = None) -> Generator[Boot, None, None]:
+    """The boots ``where`` picks newest first (started_at descending, the boots without one last,
+    then id descending), ``limit`` of them, read as they come: the started ones and the others
+    in two queries, each a walk of an index on (…, started_at, id) — one ``ORDER BY started_at
     DESC NULLS LAST`` cannot use such an index on PostgreSQL, and sorts every boot first."""
-    B = m.Boot
     left = limit
-    for part in (q.where(B.started_at.is_not(None)).order_by(B.started_at.desc(), B.id.desc()),
-                 q.where(B.started_at.is_(None)).order_by(B.id.desc())):
+    for part, order in (("started_at IS NOT NULL", "started_at DESC, id DESC"), ("started_at IS NULL", "id DESC")):
+        sql = f"SELECT {BOOT_COLUMNS} FROM boot WHERE ({where}) AND {part} ORDER BY {order}"
         if left is not None:
             if left <= 0:
                 return
-            part = part.limit(left)
-        for boots in session.execute(part.execution_options(yield_per=CHUNK)).scalars().partitions():
+            sql += f" LIMIT {int(left)}"
+        for rows in session.batches(sql, params, CHUNK):
             if left is not None:
-                left -= len(boots)
-            yield from boots
+                left -= len(rows)
+            yield from (Boot(*row) for row in rows)
 
 
-def latest_boot(session: Session, deploy_id: int, outcome: str | None = None) -> m.Boot | None:
-    q = select(m.Boot).where(m.Boot.deploy_id == deploy_id)
+def latest_boot(session: Reader, deploy_id: int, outcome: str | None = None) -> Boot | None:
+    where, params = "deploy_id = :deploy", dict[str, Any](deploy=deploy_id)
     if outcome is not None:
-        q = q.where(m.Boot.outcome == outcome)
-    boots = newest_first(session, q, 1)
+        where += " AND outcome = :outcome"
+        params["outcome"] = outcome
+    boots = newest_first(session, where, params, 1)
     try:
         return next(boots, None)
     finally:
         boots.close()
 
 
-def deploy_name(d: m.Deploy) -> str:
+def deploy_name(d: Deploy) -> str:
     parts = []
     if d.label:
         parts.append(d.label)
@@ -224,20 +242,15 @@ def deploy_name(d: m.Deploy) -> str:
 # -- summaries ----------------------------------------------------------------------------------
 
 
-def boot_summaries(session: Session, boot_ids: list[int]) -> dict[int, dict[str, m.Fact]]:
+def boot_summaries(session: Reader, boot_ids: list[int]) -> dict[int, dict[str, Fact]]:
     """Per boot, the one reported fact per name (facts.md summary rule: min capacity, max cost)."""
-    by_boot: dict[int, dict[str, list[m.Fact]]] = defaultdict(lambda: defaultdict(list))
-    for chunk in _chunks(boot_ids, 500):
-        for f in session.execute(select(m.Fact).where(m.Fact.boot_id.in_(chunk))).scalars():
-            by_boot[f.boot_id][f.name].append(f)
+    by_boot: dict[int, dict[str, list[Fact]]] = defaultdict(lambda: defaultdict(list))
+    for bid, facts in facts_of(session, boot_ids).items():
+        for f in facts:
+            by_boot[bid][f.name].append(f)
     # every list holds a fact, so every name has its summary
     return {bid: {name: summary for name, facts in names.items() if (summary := summarize(name, facts)) is not None}
             for bid, names in by_boot.items()}
-
-
-def _chunks(items: list[int], n: int):
-    for i in range(0, len(items), n):
-        yield items[i : i + n]
 
 
 # every field of a history row (json, jsonl, csv, --wide); the table shows ``HISTORY_COMPACT``
@@ -269,23 +282,26 @@ def iter_history(ledger: Ledger, deploy: str | None = None, outcome: str | None 
     boots at a time, so memory stays flat at any ledger size.  ``since`` is a stored-format
     timestamp (``YYYY-MM-DD HH:MM:SS``, see ``ledger.since``); ``boot_ids`` limits them to
     those boots (``ledger serve``)."""
-    with ledger.Session() as s:
-        q = select(m.Boot).options(selectinload(m.Boot.deploy))
+    with ledger.reading() as s:
+        where: list[str] = ["1 = 1"]
+        params: dict[str, Any] = {}
         if boot_ids is not None:
-            q = q.where(m.Boot.id.in_(boot_ids))
+            where.append(f"id IN {in_list('id', boot_ids, params)}")
         if deploy:
             deploys = deploys_named(s, deploy)
-            q = q.where(m.Boot.deploy_id.in_([d.id for d in deploys]))
+            where.append(f"deploy_id IN {in_list('deploy', [d.id for d in deploys], params)}")
         if outcome:
-            q = q.where(m.Boot.outcome == outcome)
+            where.append("outcome = :outcome")
+            params["outcome"] = outcome
         if since:
-            q = q.where(m.Boot.started_at >= since)
-        for boots in _chunked(newest_first(s, q, limit or None), CHUNK):
-            yield from _history_rows(ledger, s, boots)
+            where.append("started_at >= :since")
+            params["since"] = since
+        for boots in _chunked(newest_first(s, " AND ".join(where), params, limit or None), CHUNK):
+            yield from _history_rows(ledger, s, with_deploys(s, boots))
 
 
-def _chunked(items: Iterator[m.Boot], n: int) -> Iterator[list[m.Boot]]:
-    chunk: list[m.Boot] = []
+def _chunked(items: Iterator[Boot], n: int) -> Iterator[list[Boot]]:
+    chunk: list[Boot] = []
     for item in items:
         chunk.append(item)
         if len(chunk) == n:
@@ -302,7 +318,7 @@ def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = Non
     return list(iter_history(ledger, deploy, outcome, since, limit, boot_ids))
 
 
-def _history_rows(ledger: Ledger, s: Session, boots: list[m.Boot]) -> list[dict[str, Any]]:
+def _history_rows(ledger: Ledger, s: Reader, boots: list[Boot]) -> list[dict[str, Any]]:
     sums = boot_summaries(s, [b.id for b in boots])
     checks = verdicts(ledger, [b.id for b in boots])
     for bid, verdict in formula_verdicts(ledger, [b.id for b in boots]).items():
@@ -334,49 +350,47 @@ def _history_rows(ledger: Ledger, s: Session, boots: list[m.Boot]) -> list[dict[
         })
     return rows
 
-def _v(fact: m.Fact | None) -> float | int | None:
+def _v(fact: Fact | None) -> float | int | None:
     return export_value(fact.value, fact.unit) if fact is not None else None
 
 
 # -- one boot -------------------------------------------------------------------------------------
 
 
-def _load_query(boot_ids: list[int] | None):
-    q = select(m.Boot).options(selectinload(m.Boot.deploy), selectinload(m.Boot.facts),
-                               selectinload(m.Boot.failures), selectinload(m.Boot.shape))
-    if boot_ids is not None:
-        q = q.where(m.Boot.id.in_(boot_ids))
-    return q.order_by(m.Boot.started_at.asc().nulls_first(), m.Boot.id.asc())
+EXPORT_ORDER = "started_at ASC NULLS FIRST, id ASC"  # oldest first, the boots without a start first
 
 
-def _load(session: Session, boot_ids: list[int] | None) -> list[m.Boot]:
-    return list(session.execute(_load_query(boot_ids)).scalars())
+def _load(session: Reader, boot_ids: list[int]) -> list[Boot]:
+    params: dict[str, Any] = {}
+    return with_children(session, boots_where(session, f"id IN {in_list('id', boot_ids, params)}", params,
+                                              EXPORT_ORDER))
 
 
-def runtime_counts(session: Session, boot_ids: list[int]) -> dict[int, dict[str, int]]:
+def runtime_counts(session: Reader, boot_ids: list[int]) -> dict[int, dict[str, int]]:
     """Per boot, its samples of each kind (stored with them: ``boot_runtime``)."""
     counts: dict[int, dict[str, int]] = defaultdict(lambda: {"engine_stats": 0, "spec_decode": 0})
-    R = m.BootRuntime
-    for chunk in _chunks(boot_ids, 500):
-        for bid, stats, spec in session.execute(select(R.boot_id, R.engine_stats, R.spec_decode)
-                                                .where(R.boot_id.in_(chunk))):
+    for chunk in chunks(boot_ids):
+        params: dict[str, Any] = {}
+        for bid, stats, spec in session.tuples("SELECT boot_id, engine_stats, spec_decode FROM boot_runtime "
+                                               f"WHERE boot_id IN {in_list('b', chunk, params)}", params):
             counts[bid] = {"engine_stats": stats, "spec_decode": spec}
     return counts
 
 
-def boot_origins(session: Session, boot_ids: list[int]) -> dict[int, dict[str, str]]:
+def boot_origins(session: Reader, boot_ids: list[int]) -> dict[int, dict[str, str]]:
     """Per boot, what its container's or unit's runtime reported (``boot_origin``; empty for a
     boot read from a file)."""
     found: dict[int, dict[str, str]] = defaultdict(dict)
-    BO = m.BootOrigin
-    for chunk in _chunks(boot_ids, 500):
-        for bid, key, value in session.execute(select(BO.boot_id, BO.key, BO.value).where(BO.boot_id.in_(chunk))
-                                               .order_by(BO.boot_id, BO.id)):
+    for chunk in chunks(boot_ids):
+        params: dict[str, Any] = {}
+        for bid, key, value in session.tuples('SELECT boot_id, "key", value FROM boot_origin '
+                                              f"WHERE boot_id IN {in_list('b', chunk, params)} ORDER BY boot_id, id",
+                                              params):
             found[bid][key] = value
     return found
 
 
-def export_boot(b: m.Boot, counts: dict[str, int], origin: dict[str, str] | None = None) -> dict[str, Any]:
+def export_boot(b: Boot, counts: dict[str, int], origin: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "boot": str(b.id),
         "source": {"path": b.source_path, "sha256": b.source_sha256, "first_line": b.first_line,
@@ -407,12 +421,13 @@ def export_boot(b: m.Boot, counts: dict[str, int], origin: dict[str, str] | None
 def iter_export(ledger: Ledger, refs: list[str] | None = None) -> Iterator[dict[str, Any]]:
     """Export objects, oldest boot first, as they are read (``CHUNK`` boots at a time);
     ``refs`` as for ``resolve_boot`` (all boots if empty)."""
-    with ledger.Session() as s:
-        ids = None
+    with ledger.reading() as s:
+        where, params = "1 = 1", dict[str, Any]()
         if refs:
-            ids = [resolve_boot(s, r).id for r in refs]
-        q = _load_query(ids).execution_options(yield_per=CHUNK)
-        for boots in s.execute(q).scalars().partitions():
+            where = f"id IN {in_list('id', [resolve_boot(s, r).id for r in refs], params)}"
+        sql = f"SELECT {BOOT_COLUMNS} FROM boot WHERE {where} ORDER BY {EXPORT_ORDER}"
+        for rows in s.batches(sql, params, CHUNK):
+            boots = with_children(s, [Boot(*row) for row in rows])
             counts = runtime_counts(s, [b.id for b in boots])
             origins = boot_origins(s, [b.id for b in boots])
             objs = [export_boot(b, counts[b.id], origins.get(b.id)) for b in boots]
@@ -425,7 +440,7 @@ def export(ledger: Ledger, refs: list[str] | None = None) -> list[dict[str, Any]
 
 
 def show(ledger: Ledger, ref: str) -> dict[str, Any]:
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         bid = resolve_boot(s, ref).id
         b = _load(s, [bid])[0]
         obj = export_boot(b, runtime_counts(s, [bid])[bid], boot_origins(s, [bid]).get(bid))
@@ -439,14 +454,14 @@ def show(ledger: Ledger, ref: str) -> dict[str, Any]:
 
 def boot_count(ledger: Ledger) -> int:
     """How many boots the ledger holds (to tell "nothing matches" from "nothing stored")."""
-    with ledger.Session() as s:
-        return s.execute(select(func.count()).select_from(m.Boot)).scalar_one()
+    with ledger.reading() as s:
+        return int(s.scalar("SELECT COUNT(*) FROM boot"))
 
 
 # -- ledger serve's pages -----------------------------------------------------------------------
 
 
-def deploy_obj(d: m.Deploy) -> dict[str, Any]:
+def deploy_obj(d: Deploy) -> dict[str, Any]:
     """A deploy as ``ledger serve``'s pages give it."""
     return {"id": d.id, "name": deploy_name(d), "commit": d.commit_sha, "image_digest": d.image_digest,
             "label": d.label, "dirty": d.dirty}
@@ -460,14 +475,14 @@ def deploy_overview(ledger: Ledger) -> list[dict[str, Any]]:
     """Every deploy: its latest boot (a ``history`` row), the latest boot's verdicts, how many
     boots, when last seen.  Deploys with an off, broken or over verdict first, then the most
     recently seen.  (``ledger serve``'s front page.)"""
-    with ledger.Session() as s:
-        deps = list(s.execute(select(m.Deploy).order_by(m.Deploy.id)).scalars())
+    with ledger.reading() as s:
+        deps = deploys_where(s)
         latest = {}
         for d in deps:  # each deploy's newest boot: a walk of its index (newest_first)
             b = latest_boot(s, d.id)
             if b is not None:
                 latest[d.id] = (b.id, b.started_at)
-        counts = dict(s.execute(select(m.Boot.deploy_id, func.count()).group_by(m.Boot.deploy_id)).all())
+        counts = dict(s.tuples("SELECT deploy_id, COUNT(*) FROM boot GROUP BY deploy_id"))
         by_id = {d.id: deploy_obj(d) for d in deps}
     ids = [bid for bid, _ in latest.values()]
     rows_by_boot = {int(r["boot"]): r for r in history(ledger, boot_ids=ids)} if ids else {}
@@ -493,12 +508,12 @@ def deploy_overview(ledger: Ledger) -> list[dict[str, Any]]:
 def deploy_detail(ledger: Ledger, ref: str) -> dict[str, Any]:
     """A deploy (``ref``: its id first, as the pages link it), its settings and its boots
     (``history`` rows, newest first) with the figures the deploy chart draws."""
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         d = one_deploy(s, ref, by_id=True)
         obj = deploy_obj(d)
-        settings = typed_settings({r.key: r.value for r in s.execute(
-            select(m.DeploySetting).where(m.DeploySetting.deploy_id == d.id)).scalars()})
-        ids = list(s.execute(select(m.Boot.id).where(m.Boot.deploy_id == d.id)).scalars())
+        settings = typed_settings(dict(s.tuples('SELECT "key", value FROM deploy_setting WHERE deploy_id = :d '
+                                                "ORDER BY id", {"d": d.id})))
+        ids = s.scalars("SELECT id FROM boot WHERE deploy_id = :d ORDER BY id", {"d": d.id})
     rows = history(ledger, boot_ids=ids) if ids else []
     return {"deploy": obj, "settings": settings, "boots": rows, "figures": boot_figures(ledger, ids)}
 
@@ -510,7 +525,7 @@ EXTRA_FACTS = {"graph_memory": "graph_capture_bytes"}
 def boot_figures(ledger: Ledger, boot_ids: list[int]) -> dict[str, dict[str, Any]]:
     """Per boot (keyed by its id as the output contract writes it: a string), the charted
     figures its history row lacks (the facts.md summary of each), null where not printed."""
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         sums = boot_summaries(s, boot_ids)
     out: dict[str, dict[str, Any]] = {}
     for bid in boot_ids:
@@ -523,12 +538,12 @@ def boot_figures(ledger: Ledger, boot_ids: list[int]) -> dict[str, dict[str, Any
 def boot_neighbours(ledger: Ledger, boot: int) -> dict[str, Any]:
     """What a boot's page shows beside ``show``'s object: its deploy's id and name, when it
     was ready and last logged, and the deploy's other boots, newest first (the diff links)."""
-    with ledger.Session() as s:
-        b = s.get(m.Boot, boot)
+    with ledger.reading() as s:
+        b = get_boot(s, boot)
         if b is None:
             raise LedgerError(f"{boot}: no boot or deploy by that id, commit, digest or label")
-        others = [o.id for o in newest_first(s, select(m.Boot).where(m.Boot.deploy_id == b.deploy_id,
-                                                                      m.Boot.id != boot))]
+        others = [o.id for o in newest_first(s, "deploy_id = :deploy AND id != :boot",
+                                             {"deploy": b.deploy_id, "boot": boot})]
         return {"deploy": {"id": b.deploy_id, "name": deploy_name(b.deploy)}, "ready_at": b.ready_at,
                 "ended_at": b.ended_at, "other_boots": others}
 
@@ -542,16 +557,16 @@ def watched(ledger: Ledger) -> dict[str, dict[int, Any]]:
     from .db.watching import STALE_S
 
     fresh = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=STALE_S)).isoformat(timespec="seconds")
-    W = m.Watch
-    with ledger.Session() as s:
-        rows = s.execute(select(W).where(W.stopped_at.is_(None), W.seen_at >= fresh)).scalars().all()
+    with ledger.reading() as s:
+        rows = s.rows("SELECT source, host, started_at, seen_at, live_boot_id, deploy_id FROM watch "
+                      "WHERE stopped_at IS NULL AND seen_at >= :fresh ORDER BY id", {"fresh": fresh})
         out: dict[str, dict[int, Any]] = {"deploys": {}, "boots": {}}
         for w in rows:
-            if w.deploy_id is not None:
-                out["deploys"].setdefault(w.deploy_id, []).append(w.source)
-            if w.live_boot_id is not None:
-                out["boots"][w.live_boot_id] = {"source": w.source, "host": w.host, "since": w.started_at,
-                                                "seen_at": w.seen_at}
+            if w["deploy_id"] is not None:
+                out["deploys"].setdefault(w["deploy_id"], []).append(w["source"])
+            if w["live_boot_id"] is not None:
+                out["boots"][w["live_boot_id"]] = {"source": w["source"], "host": w["host"],
+                                                   "since": w["started_at"], "seen_at": w["seen_at"]}
     return out
 
 
@@ -560,7 +575,7 @@ DIFF_CHOICES = 200  # the newest boots the diff page offers to pick from (any ot
 
 def diff_choices(ledger: Ledger, limit: int = DIFF_CHOICES) -> list[dict[str, Any]]:
     """Boots to pick from on the diff page: id, deploy, start, outcome (the ``limit`` newest)."""
-    with ledger.Session() as s:
-        q = select(m.Boot).options(selectinload(m.Boot.deploy))
+    with ledger.reading() as s:
+        boots = with_deploys(s, list(newest_first(s, limit=limit)))
         return [{"boot": b.id, "started": b.started_at, "outcome": b.outcome, "deploy": deploy_name(b.deploy)}
-                for b in newest_first(s, q, limit)]
+                for b in boots]

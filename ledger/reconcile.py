@@ -11,13 +11,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-
 from ledger.parsers.vocabulary import Verdict
 
 from .allocator import Geometry, allocate, budget_for_tokens
-from .db import models as m
 from .db.connect import Ledger
+from .db.reader import deploys_where
 from .errors import LedgerError
 from .kvformula import kv_lines
 from .queries import deploy_name, deploys_named, latest_boot, resolve_boot
@@ -78,7 +76,7 @@ def predict_like(ledger: Ledger, ref: str | None, kv_bytes: int | None = None, t
         raise LedgerError("give --kv-bytes or --tokens, not both")
     cost_from = "given"
     if ref is not None:
-        with ledger.Session() as s:
+        with ledger.reading() as s:
             boot = resolve_boot(s, ref)
         cost = view_rows(ledger, "kv_cost_per_token", [boot.id])
         figures = view_rows(ledger, "boot_figures", [boot.id])[0]
@@ -155,11 +153,11 @@ class DeployCheck:
 
 def check(ledger: Ledger, refs: list[str] | None = None) -> list[DeployCheck]:
     """Every view for the deploys' latest boots (all deploys when none are named)."""
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         if refs:
             deploys = [d for ref in refs for d in deploys_named(s, ref)]
         else:
-            deploys = list(s.execute(select(m.Deploy).order_by(m.Deploy.id)).scalars())
+            deploys = deploys_where(s)
         targets = []
         for d in deploys:
             b = latest_boot(s, d.id)

@@ -12,12 +12,10 @@ import json
 import statistics
 from typing import Any
 
-from sqlalchemy import and_, case, func, select
-
 from ledger.parsers.vocabulary import Outcome, Phase
 
-from .db import models as m
 from .db.connect import Ledger
+from .db.reader import Reader, with_children
 from .queries import deploy_name, resolve_boot
 from .render import boot_id, iso
 
@@ -52,21 +50,20 @@ LARGE_BOOT = 50_000
 
 
 def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
-    with ledger.Session() as s:
-        boot = resolve_boot(s, ref)
-        S = m.RuntimeSample.c
-        n_stats, n_spec = s.execute(select(func.count(case((S.kind == "engine_stats", 1))),
-                                           func.count(case((S.kind == "spec_decode", 1))))
-                                    .where(S.boot_id == boot.id)).one()
+    with ledger.reading() as s:
+        boot = with_children(s, [resolve_boot(s, ref)], facts=False, shape=False)[0]
+        n_stats, n_spec = s.one("SELECT COUNT(CASE WHEN kind = 'engine_stats' THEN 1 END), "
+                                "COUNT(CASE WHEN kind = 'spec_decode' THEN 1 END) FROM runtime_sample "
+                                "WHERE boot_id = :b", {"b": boot.id}) or (0, 0)
         if max(n_stats, n_spec) > LARGE_BOOT:
             figures = _figures_in_sql(s, boot.id)
         else:
-            stats = s.execute(select(S.generation_throughput_tps, S.running_reqs, S.gpu_kv_cache_usage_pct,
-                                     S.prefix_cache_hit_rate_pct, S.engine, S.logged_at)
-                              .where(S.boot_id == boot.id, S.kind == "engine_stats").order_by(S.line)).all()
-            spec = s.execute(select(S.spec_mean_acceptance_length, S.spec_draft_acceptance_rate_pct,
-                                    S.spec_accepted_tokens, S.spec_drafted_tokens)
-                             .where(S.boot_id == boot.id, S.kind == "spec_decode").order_by(S.line)).all()
+            stats = s.tuples("SELECT generation_throughput_tps, running_reqs, gpu_kv_cache_usage_pct, "
+                             "prefix_cache_hit_rate_pct, engine, logged_at FROM runtime_sample "
+                             "WHERE boot_id = :b AND kind = 'engine_stats' ORDER BY line", {"b": boot.id})
+            spec = s.tuples("SELECT spec_mean_acceptance_length, spec_draft_acceptance_rate_pct, "
+                            "spec_accepted_tokens, spec_drafted_tokens FROM runtime_sample "
+                            "WHERE boot_id = :b AND kind = 'spec_decode' ORDER BY line", {"b": boot.id})
             figures = _figures(stats, spec)
         failures = [f for f in boot.failures]
         ready_at, ended_at, outcome = boot.ready_at, boot.ended_at, boot.outcome
@@ -118,26 +115,28 @@ def _figures(stats: Any, spec: Any) -> dict[str, Any]:
     }
 
 
-def _figures_in_sql(s: Any, bid: int) -> dict[str, Any]:
+def _figures_in_sql(s: Reader, bid: int) -> dict[str, Any]:
     """The same figures computed by the database: counts, max and means by aggregates, each
     quantile read at its place in the sorted values (as ``statistics.quantiles`` interpolates
     them, method "inclusive"), the last prefix hit rate by the line order."""
-    S = m.RuntimeSample.c
-    stats = and_(S.boot_id == bid, S.kind == "engine_stats")
-    spec = and_(S.boot_id == bid, S.kind == "spec_decode")
-    gen = S.generation_throughput_tps
-    busy = and_(stats, gen.is_not(None), func.coalesce(S.running_reqs, 0) > 0)
-    n_stats, n_busy, peak, hits = s.execute(select(func.count(), func.count(case((busy, 1))),
-                                                   func.max(S.gpu_kv_cache_usage_pct),
-                                                   func.avg(S.prefix_cache_hit_rate_pct)).where(stats)).one()
-    last = s.execute(select(S.prefix_cache_hit_rate_pct).where(stats, S.prefix_cache_hit_rate_pct.is_not(None))
-                     .order_by(S.line.desc()).limit(1)).scalar()
-    engines = sorted(s.execute(select(S.engine).where(stats, S.engine.is_not(None)).distinct()).scalars())
-    n_spec, accept_len, accept_rate = s.execute(select(func.count(), func.avg(S.spec_mean_acceptance_length),
-                                                       func.avg(S.spec_draft_acceptance_rate_pct)).where(spec)).one()
+    p = {"b": bid}
+    stats = "boot_id = :b AND kind = 'engine_stats'"
+    spec = "boot_id = :b AND kind = 'spec_decode'"
+    busy = f"{stats} AND generation_throughput_tps IS NOT NULL AND COALESCE(running_reqs, 0) > 0"
+    n_stats, n_busy, peak, hits = s.one(f"SELECT COUNT(*), COUNT(CASE WHEN {busy} THEN 1 END), "
+                                        "MAX(gpu_kv_cache_usage_pct), AVG(prefix_cache_hit_rate_pct) "
+                                        f"FROM runtime_sample WHERE {stats}", p) or (0, 0, None, None)
+    last = s.scalar(f"SELECT prefix_cache_hit_rate_pct FROM runtime_sample WHERE {stats} "
+                    "AND prefix_cache_hit_rate_pct IS NOT NULL ORDER BY line DESC LIMIT 1", p)
+    engines = sorted(s.scalars(f"SELECT DISTINCT engine FROM runtime_sample WHERE {stats} AND engine IS NOT NULL",
+                               p))
+    n_spec, accept_len, accept_rate = s.one("SELECT COUNT(*), AVG(spec_mean_acceptance_length), "
+                                            f"AVG(spec_draft_acceptance_rate_pct) FROM runtime_sample WHERE {spec}",
+                                            p) or (0, None, None)
 
     def at(i: int) -> float:
-        return float(s.execute(select(gen).where(busy).order_by(gen).limit(1).offset(i)).scalar_one())
+        return float(s.scalar(f"SELECT generation_throughput_tps FROM runtime_sample WHERE {busy} "
+                              f"ORDER BY generation_throughput_tps LIMIT 1 OFFSET {int(i)}", p))
 
     def number(v: Any) -> float | None:
         return None if v is None else float(v)

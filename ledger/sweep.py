@@ -17,11 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import selectinload
-
-from .db import models as m
 from .db.connect import Ledger
+from .db.reader import Boot, boots_where, in_list, with_children
 from .decode import decode_figure
 from .derived import boot_derived
 from .errors import LedgerError
@@ -51,7 +48,7 @@ class Sweep:
                 "skipped": self.skipped, "also_varies": self.also_varies}
 
 
-def _failure(b: m.Boot) -> str | None:
+def _failure(b: Boot) -> str | None:
     """The failure that tells why: an OOM where there is one, else the first; ``kind@phase``."""
     if not b.failures:
         return None
@@ -82,20 +79,21 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
     knob = knob.strip()
     if not knob:
         raise LedgerError("name the knob to sweep (e.g. max_model_len)")
-    with ledger.Session() as s:
+    with ledger.reading() as s:
         if group is not None:
             anchor = resolve_boot(s, group)
             key = {r["boot_id"]: r["group_key"] for r in view_rows(ledger, "boot_kv", [anchor.id])}.get(anchor.id)
             if key is None:
                 raise LedgerError(f"boot {anchor.id} has no group (model, KV dtype, TP size, block size and "
                                   "release are not all known)")
-            q = select(m.Boot.id)
+            q, params = "SELECT id FROM boot", dict[str, Any]()
         elif deploys or deploy_ids:
             ids = list(deploy_ids or []) + [d.id for ref in deploys or [] for d in deploys_named(s, ref)]
-            q = select(m.Boot.id).where(m.Boot.deploy_id.in_(ids))
+            params = {}
+            q = f"SELECT id FROM boot WHERE deploy_id IN {in_list('d', ids, params)}"
         else:
-            q = select(m.Boot.id)
-        boot_ids = list(s.execute(q).scalars())
+            q, params = "SELECT id FROM boot", {}
+        boot_ids = s.scalars(q, params)
     keys = {r["boot_id"]: r["group_key"] for r in view_rows(ledger, "boot_kv", boot_ids)}
     skipped: Counter[str] = Counter()
     if group is not None:
@@ -114,10 +112,9 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
     derived = boot_derived(ledger, boot_ids)
     rows = []
     others: dict[str, set[str]] = {k: set() for k in KNOBS if k != knob}
-    with ledger.Session() as s:
-        boots = s.execute(select(m.Boot).where(m.Boot.id.in_(boot_ids))
-                          .options(selectinload(m.Boot.shape), selectinload(m.Boot.failures), selectinload(m.Boot.facts),
-                                   selectinload(m.Boot.deploy))).scalars().all()
+    with ledger.reading() as s:
+        params = {}
+        boots = with_children(s, boots_where(s, f"id IN {in_list('b', boot_ids, params)}", params))
         for b in boots:
             shape = {sh.key: json.loads(sh.value) for sh in b.shape}
             d = derived[b.id]
@@ -167,9 +164,10 @@ def frontier(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def varying_knob(ledger: Ledger, deploy_id: int) -> str | None:
     """The first of ``KNOBS`` whose value differs between the deploy's boots (what a chart of
     the deploy sweeps), or None."""
-    with ledger.Session() as s:
-        rows = s.execute(select(m.Shape.key, m.Shape.value).join(m.Boot, m.Boot.id == m.Shape.boot_id)
-                         .where(m.Boot.deploy_id == deploy_id, m.Shape.key.in_(KNOBS))).all()
+    with ledger.reading() as s:
+        params: dict[str, Any] = {"d": deploy_id}
+        rows = s.tuples('SELECT shape."key", shape.value FROM shape JOIN boot ON boot.id = shape.boot_id '
+                        f'WHERE boot.deploy_id = :d AND shape."key" IN {in_list("k", list(KNOBS), params)}', params)
     values: dict[str, set[str]] = {}
     for key, value in rows:
         values.setdefault(key, set()).add(value)

@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, text
-
 from ledger.parsers.units import format_bytes
 from ledger.parsers.vocabulary import FAILING_VERDICTS, Verdict
 
 from .db.connect import Ledger
+from .db.reader import in_list
 from .errors import LedgerError
 
 # what reconciles a boot (the notebooks' ``ledger.frames.view`` offers these), and the views
@@ -31,15 +30,12 @@ def view_rows(ledger: Ledger, view: str, boot_ids: list[int] | None = None) -> l
         raise LedgerError(f"no view {view!r}")
     q = f"SELECT * FROM {view}"  # view names come from the fixed list above
     params: dict[str, Any] = {}
-    stmt = text(q)
     if boot_ids is not None:
         if not boot_ids:
             return []
-        stmt = text(q + " WHERE boot_id IN :ids").bindparams(bindparam("ids", expanding=True))
-        params["ids"] = list(boot_ids)
-    with ledger.engine.connect() as conn:
-        result = conn.execute(stmt, params)
-        return [dict(r._mapping) for r in result]
+        q += f" WHERE boot_id IN {in_list('ids', list(boot_ids), params)}"
+    with ledger.reading() as r:
+        return r.rows(q, params)
 
 
 def verdicts(ledger: Ledger, boot_ids: list[int]) -> dict[int, dict[str, str]]:

@@ -211,24 +211,19 @@ def test_export_streamed_as_csv_is_the_table_it_was(every_fixture, cli):
 def test_history_limit_and_a_deploys_latest_boot_walk_an_index(every_fixture):
     """``history --limit K`` and a deploy's latest boot read the boots in order from an index
     (no sort of every boot): the plans of the statements they run."""
-    from sqlalchemy import event
-
     from ledger.db.connect import connect
     from ledger.queries import history, latest_boot
 
     ledger = connect(every_fixture, mode="read")
-    statements = []
-    event.listen(ledger.engine, "before_cursor_execute",
-                 lambda conn, cur, sql, params, ctx, many: statements.append((sql, params)))
+    statements: list[str] = []
     try:
-        rows = history(ledger, limit=20)
-        with ledger.Session() as s:
-            newest = latest_boot(s, 1)
-        plans = []
-        with ledger.engine.connect() as conn:
-            for sql, params in statements:
-                if sql.lstrip().startswith("SELECT") and "FROM boot" in sql and "ORDER BY" in sql:
-                    plans.append(conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params).all())
+        with ledger.reading() as r:  # the read commands' sqlite3 connection: its statements, values bound
+            r.conn.set_trace_callback(statements.append)
+            rows = history(ledger, limit=20)
+            newest = latest_boot(r, 1)
+            r.conn.set_trace_callback(None)
+            plans = [r.tuples("EXPLAIN QUERY PLAN " + sql) for sql in statements
+                     if sql.lstrip().startswith("SELECT") and "FROM boot" in sql and "ORDER BY" in sql]
     finally:
         ledger.dispose()
     assert len(rows) == 20 and newest is not None

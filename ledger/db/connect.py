@@ -1,7 +1,8 @@
 """Opening a ledger: the one way in for every command.
 
-* ``connect(db, mode="read" | "write")``: a ``Ledger`` (SQLAlchemy) for the queries; a command
-  says whether it only reads.  In write mode ``Ledger.writer()`` gives the ``Writer`` its
+* ``connect(db, mode="read" | "write")``: a ``Ledger`` for the queries (``reading()``: SQL text on
+  sqlite3 alone for a SQLite file opened to read, so no read command imports SQLAlchemy; else on
+  a SQLAlchemy connection); a command says whether it only reads.  In write mode ``Ledger.writer()`` gives the ``Writer`` its
   writes go through (``ledger deploy set``).  Write mode creates a missing SQLite file and
   migrates an older ledger; read mode changes no byte: a SQLite file opened read-only (a
   PostgreSQL session READ ONLY), nothing created (a missing ledger is an error for a command,
@@ -22,7 +23,10 @@ IMMEDIATE.  A URL is printed only through ``shown_url`` (no password).
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,6 +35,7 @@ from . import sqlite
 from .columns import HEAD_REVISION
 from .errors import foreign_database, open_error
 from .location import plain_sqlite_path, resolve_url, shown_url, sqlite_file
+from .reader import Reader
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -42,13 +47,21 @@ Mode = Literal["read", "write"]
 
 @dataclass
 class Ledger:
-    """An open ledger: ``Session`` for the queries; ``writer()`` in write mode."""
+    """An open ledger: ``reading()`` for the queries (SQL text, ``ledger.db.reader``);
+    ``Session`` and ``engine`` (SQLAlchemy, made when first asked for) for what still reads
+    through the ORM; ``writer()`` in write mode.  A SQLite ledger opened to read is read with
+    the sqlite3 module alone (``read_path``), so a read command never imports SQLAlchemy."""
 
     url: str  # as given, with its password: print ``shown``
-    engine: Engine
-    Session: sessionmaker
+    make_engine: Callable[[], Engine]
     mode: Mode
     backup: Path | None = None  # the copy written before an upgrade
+    read_path: Path | None = None  # a SQLite file read through sqlite3 (read mode)
+    memory: sqlite3.Connection | None = None  # an empty ledger: the in-memory database it reads
+    _engine: Engine | None = field(default=None, repr=False)
+    _sessions: sessionmaker | None = field(default=None, repr=False)
+    _reads: dict[int, sqlite3.Connection] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def shown(self) -> str:
@@ -56,8 +69,47 @@ class Ledger:
         return shown_url(self.url)
 
     @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = self.make_engine()
+        return self._engine
+
+    @property
+    def Session(self) -> sessionmaker:  # noqa: N802 (the ORM's name for it)
+        if self._sessions is None:
+            from sqlalchemy.orm import sessionmaker
+
+            self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        return self._sessions
+
+    @property
     def is_sqlite(self) -> bool:
+        if self.read_path is not None or self.memory is not None:
+            return True
         return self.engine.dialect.name == "sqlite"
+
+    @contextmanager
+    def reading(self) -> Iterator[Reader]:
+        """A ``Reader`` for the block: on a SQLite file opened to read, a read-only sqlite3
+        connection (one per thread, kept until ``dispose``); else a connection of the engine."""
+        if self.memory is not None:
+            yield Reader(self.memory)
+        elif self.read_path is not None:
+            yield Reader(self._read_connection())
+        else:
+            with self.engine.connect() as conn:
+                yield Reader(conn, sqlalchemy=True)
+
+    def _read_connection(self) -> sqlite3.Connection:
+        key = threading.get_ident()
+        with self._lock:
+            conn = self._reads.get(key)
+        if conn is None:
+            assert self.read_path is not None
+            conn = sqlite.connect_read(self.read_path)
+            with self._lock:
+                self._reads[key] = conn
+        return conn
 
     def writer(self) -> Writer:
         """A ``Writer`` on one of the engine's connections (returned to it by ``close``)."""
@@ -67,7 +119,12 @@ class Ledger:
         return Writer(raw.driver_connection, self.is_sqlite, raw.close)
 
     def dispose(self) -> None:
-        self.engine.dispose()
+        with self._lock:
+            reads, self._reads = list(self._reads.values()), {}
+        for conn in reads:
+            conn.close()
+        if self._engine is not None:
+            self._engine.dispose()
 
 
 def _sqlite_begin(conn: Any) -> None:
@@ -99,12 +156,15 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
     the library's default) or is an error, "no ledger here yet" (``create=False``: every read
     command); an older one is refused with "run ledger db upgrade" (``migrate``: else it is
     opened as it is, for ``db current``)."""
+    url = resolve_url(db)
+    path = plain_sqlite_path(url)
+    if mode == "read" and path is not None:  # a plain path: read through sqlite3, SQLAlchemy never imported
+        return _connect_sqlite_read(url, path, create, migrate)
     import logging
 
     from sqlalchemy import create_engine, event
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
-    from sqlalchemy.orm import sessionmaker
 
     from .migrate import migrate as run_migrations
 
@@ -141,7 +201,7 @@ def connect(db: str | None = None, *, mode: Mode, create: bool = True, migrate: 
         event.listen(engine, "connect", _postgresql_settings)
         if mode == "read":
             event.listen(engine, "connect", _read_only_session)
-    ledger = Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), mode)
+    ledger = Ledger(url, lambda: engine, mode, _engine=engine)
     try:
         if path is not None:
             with engine.connect():
@@ -204,13 +264,11 @@ def _read_only_session(dbapi_conn: Any, _record: Any) -> None:
 def _check_readable(where: str, rev: str | None) -> None:
     """A read command reads a ledger at the head revision only: the queries and views are the
     head's.  It never upgrades (that writes): it says what would."""
-    from .migrate import known_revisions
-
     if rev == HEAD_REVISION:
         return
     if rev is None:
         raise foreign_database(where)
-    if rev not in known_revisions():
+    if rev not in sqlite.script_revisions():
         raise LedgerError(f"{where}: the ledger's schema ({rev}) is newer than this version of ledger "
                           f"knows ({HEAD_REVISION}); upgrade ledger — the file was not modified")
     raise LedgerError(f"{where}: the ledger's schema ({rev}) is older than this version of ledger reads "
@@ -218,17 +276,15 @@ def _check_readable(where: str, rev: str | None) -> None:
 
 
 def _connect_sqlite_read(url: str, path: Path, create: bool, migrate: bool) -> Ledger:
-    """A SQLite ledger opened to read (``connect``'s read mode)."""
-    from sqlalchemy import create_engine
-    from sqlalchemy.orm import sessionmaker
-    from sqlalchemy.pool import NullPool
-
+    """A SQLite ledger opened to read (``connect``'s read mode): read through sqlite3 alone;
+    SQLAlchemy's engine is made only if something asks for it (``ledger.frames``, serve's charts)."""
     if not sqlite.exists(path) and not path.is_symlink():
         if create:
             return _empty_ledger(url)
         raise LedgerError(f"{path}: no ledger here yet (run 'ledger ingest' first)")
     sqlite.check_target(path, create=False)
     conn = sqlite.connect_read(path)
+    kept = False
     try:
         rev = sqlite.revision(conn)
         if rev is None and sqlite.is_empty(conn):
@@ -237,29 +293,38 @@ def _connect_sqlite_read(url: str, path: Path, create: bool, migrate: bool) -> L
             raise LedgerError(f"{path}: no ledger here yet (run 'ledger ingest' first)")
         if migrate:
             _check_readable(str(path), rev)
+        ledger = Ledger(url, lambda: _sqlite_read_engine(path), "read", read_path=path)
+        ledger._reads[threading.get_ident()] = conn  # the first reader's connection
+        kept = True
+        return ledger
     except sqlite3.DatabaseError as exc:
         raise open_error(path, exc) from None  # type: ignore[misc]
     finally:
-        conn.close()
-    engine = create_engine("sqlite://", creator=lambda: sqlite.connect_read(path), poolclass=NullPool, future=True)
-    return Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), "read")
+        if not kept:
+            conn.close()
+
+
+def _sqlite_read_engine(path: Path) -> Engine:
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    return create_engine("sqlite://", creator=lambda: sqlite.connect_read(path), poolclass=NullPool, future=True)
 
 
 def _empty_ledger(url: str) -> Ledger:
     """A ledger nothing was written to yet, read without creating it: an empty in-memory
     database with the head schema (``ledger history`` says "no boots yet")."""
-    from sqlalchemy import create_engine
-    from sqlalchemy.orm import sessionmaker
-    from sqlalchemy.pool import StaticPool
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    sqlite.build_new(conn)
+    conn.execute("PRAGMA query_only = ON")
 
-    def build() -> sqlite3.Connection:
-        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        sqlite.build_new(conn)
-        conn.execute("PRAGMA query_only = ON")
-        return conn
+    def engine() -> Engine:
+        from sqlalchemy import create_engine
+        from sqlalchemy.pool import StaticPool
 
-    engine = create_engine("sqlite://", creator=build, poolclass=StaticPool, future=True)
-    return Ledger(url, engine, sessionmaker(engine, expire_on_commit=False), "read")
+        return create_engine("sqlite://", creator=lambda: conn, poolclass=StaticPool, future=True)
+
+    return Ledger(url, engine, "read", memory=conn)
 
 
 def open_writer(db: str | None = None) -> Writer:
@@ -340,13 +405,15 @@ def open_read_only(db: str | None) -> Ledger:
 def current(db: str | None = None) -> dict[str, Any]:
     """``ledger db current``: where the ledger is (its printable URL, its file) and its schema
     revision against the head."""
-    from .columns import HEAD_REVISION
-    from .location import sqlite_file
-    from .migrate import current_revision
-
     ledger = connect(db, mode="read", migrate=False, create=False)
     try:
-        rev = current_revision(ledger.engine)
+        if ledger.read_path is not None:
+            with ledger.reading() as r:
+                rev = sqlite.revision(r.conn)
+        else:
+            from .migrate import current_revision
+
+            rev = current_revision(ledger.engine)
     finally:
         ledger.dispose()
     path = sqlite_file(ledger.url)

@@ -151,7 +151,9 @@ def _sqlite_connection(ledger: Ledger, path: Any) -> sqlite3.Connection:
 
     if path is not None and path.exists():
         return sqlite.connect_read(path)
-    conn = ledger.engine.raw_connection().driver_connection  # the in-memory empty ledger
+    if ledger.memory is not None:  # the in-memory empty ledger
+        return ledger.memory
+    conn = ledger.engine.raw_connection().driver_connection  # an in-memory database (sqlite://)
     assert conn is not None
     return conn
 

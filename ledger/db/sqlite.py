@@ -32,6 +32,20 @@ def migrations_dir() -> Path:
     raise LedgerError("ledger's migrations are missing from this installation")
 
 
+def script_revisions() -> set[str]:
+    """Every revision id of the migration scripts (their ``revision = "…"`` line), read without
+    importing Alembic: a read command told "older" or "newer" pays no Alembic import (a test
+    holds it to Alembic's own list)."""
+    import re
+
+    found = set()
+    for script in (migrations_dir() / "versions").glob("*.py"):
+        m = re.search(r'^revision\s*(?::\s*str\s*)?=\s*["\']([^"\']+)["\']', script.read_text(), re.M)
+        if m:
+            found.add(m.group(1))
+    return found
+
+
 def sqlite_template() -> list[str]:
     """The statements that build a new SQLite ledger at the head revision: what the migrations
     build (a test holds them to it), without importing Alembic and running each migration —

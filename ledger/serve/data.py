@@ -147,9 +147,9 @@ def runtime_frame(ledger: Ledger, ref: str, report: dict[str, Any] | None = None
     database (``frame.attrs``: the bin and the interval, for ``charts.runtime_series``)."""
     import pandas as pd
 
+    with ledger.reading() as r:
+        bid = resolve_boot(r, ref).id
     with ledger.Session() as s:
-        b = resolve_boot(s, ref)
-        bid = b.id
         frame = _binned_runtime(s, bid)
         if frame is None:
             S = m.RuntimeSample.c

@@ -1,0 +1,108 @@
+"""The read commands on a SQLite ledger run on the sqlite3 module alone (issue 28): SQLAlchemy,
+Alembic, pandas and matplotlib are never imported; the schema check needs no Alembic either.
+Not timed (``bench/startup.py`` times them)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from conftest import REAL
+
+HEAVY = ("sqlalchemy", "alembic", "pandas", "numpy", "matplotlib")
+# runs one command in a fresh interpreter, then prints the heavy packages it imported
+CODE = ("import sys; from ledger.cli import main\n"
+        "try: main(sys.argv[1:])\n"
+        "except SystemExit as e: assert e.code in (0, 1, None), e.code\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
+
+READS = [
+    ["history"], ["history", "--limit", "3", "--format", "json"], ["history", "--deploy", "fixtures"],
+    ["show", "1"], ["export", "1", "2"], ["export", "--format", "csv"], ["diff", "1", "2"], ["check"],
+    ["check", "fixtures"], ["runtime", "1"], ["note", "1", "--against", "2"], ["check", "--against", "fixtures"], ["sweep", "max_model_len", "--group", "9"],
+    ["deploy", "list"], ["model", "list"], ["db", "current"], ["db", "path"], ["sql", "SELECT count(*) FROM boot"],
+    ["predict", "--like", "8", "--tokens", "1000"],
+]
+
+
+@pytest.fixture(scope="module")
+def fixture_ledger(tmp_path_factory):
+    """A SQLite ledger of every real fixture (boot 8 has a cost per token, boot 9 a group)."""
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    path = str(tmp_path_factory.mktemp("reads") / "l.db")
+    logs = [str(p) for p in sorted(REAL.glob("*.log"))]
+    r = CliRunner().invoke(main, ["ingest", "--db", path, "--year", "2026", "--label", "fixtures", *logs])
+    assert r.exit_code == 0, r.output
+    return path
+
+
+def _heavy(*args: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return eval(done.stdout.splitlines()[-1])  # the list printed last
+
+
+@pytest.mark.parametrize("command", READS, ids=lambda c: " ".join(c))
+def test_a_read_command_on_sqlite_imports_no_sqlalchemy(fixture_ledger, command):
+    assert _heavy(*command, "--db", fixture_ledger) == []
+
+
+def test_a_read_of_an_older_ledger_says_upgrade_without_importing_alembic(tmp_path):
+    import shutil
+
+    old = tmp_path / "old.db"
+    shutil.copy(REAL.parent / "ledgers" / "schema-0001-real-boots.db", old)
+    code = ("import sys; from ledger.cli import main\n"
+            "try: main(['history', '--db', sys.argv[1]])\n"
+            "except SystemExit as e: print(e.code)\n"
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
+    done = subprocess.run([sys.executable, "-c", code, str(old)], capture_output=True, text=True)
+    assert "run 'ledger db upgrade' first" in done.stderr
+    assert done.stdout.splitlines()[-2:] == ["2", "[]"]
+
+
+def test_the_migration_scripts_revisions_read_without_alembic_are_alembics():
+    from ledger.db.migrate import known_revisions
+    from ledger.db.sqlite import script_revisions
+
+    assert script_revisions() == set(known_revisions())
+
+
+def test_a_ledger_of_a_newer_revision_is_refused_as_newer(tmp_path, cli):
+    path = tmp_path / "l.db"
+    assert cli("ingest", "--db", str(path), str(sorted(REAL.glob("*.log"))[0])).exit_code == 0
+    con = sqlite3.connect(path)
+    con.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    con.commit()
+    con.close()
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    r = CliRunner().invoke(main, ["history", "--db", str(path)])
+    assert r.exit_code == 2
+    assert "newer than this version of ledger knows" in r.stderr
+
+
+def test_the_read_queries_give_the_same_objects_on_sqlite3_and_on_sqlalchemy(fixture_ledger):
+    """The SQL text is one for both connections: a ledger opened to write reads through
+    SQLAlchemy, one opened to read through sqlite3; their history, export and show agree."""
+    from ledger.db.connect import connect
+    from ledger.queries import export, history, show
+
+    plain, orm = connect(fixture_ledger, mode="read"), connect(fixture_ledger, mode="write")
+    try:
+        assert plain.read_path is not None and orm.read_path is None
+        with orm.reading() as r:
+            assert r.sqlalchemy
+        assert history(plain) == history(orm)
+        assert export(plain) == export(orm)
+        assert show(plain, "9") == show(orm, "9")
+    finally:
+        plain.dispose()
+        orm.dispose()
