@@ -107,6 +107,7 @@ def _many_boots(path: Path, boots: int, size: int, first: int = 0) -> Path:
     return path
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("size_mib", [6, 10], ids=["small-file", "large-file"])
 def test_many_boots_in_one_file_are_all_stored_in_memory_flat_in_their_number(db, tmp_path, size_mib):
     """Ten times the boots in a file of the same size (under and over 8 MiB: scanned here, or by a

@@ -172,6 +172,7 @@ def test_sigkill_at_random_moments_leaves_the_whole_boot_or_nothing(db, tmp_path
     assert rows(db, "SELECT count(*), (SELECT count(*) FROM runtime_sample) FROM boot") == [(1, samples)]
 
 
+@pytest.mark.heavy
 def test_sigkill_amid_a_file_of_many_boots_leaves_whole_boots_and_the_rerun_stores_the_rest_once(db, tmp_path):
     """A file's boots are committed in groups (ledger.ingest.GROUP_BOOTS): killed amid them, the
     ledger holds whole boots only (each with its figure and runtime row), and the next ingest
