@@ -2,7 +2,7 @@
 without bound, each in a child process of its own (peak = the child's ru_maxrss).
 
 1. gz bomb: --bomb-mib MiB of NULs, and of lines, behind a few MB of gzip (`ledger ingest`).
-2. many boots: --boots distinct boot starts in one file (`ledger ingest`).
+2. many boots: --boots distinct boot starts in one file (`ledger ingest`), and how many were stored.
 3. the long line: --line-kib KiB of word characters, then vLLM's header (`parse_line`).
 4. the 1 M-sample page: a boot with --samples stats intervals (ingested first, not measured);
    its page from a fresh `ledger serve` (the server's peak), six at once, and `ledger plot
@@ -10,6 +10,7 @@ without bound, each in a child process of its own (peak = the child's ru_maxrss)
 
 Full size (the issue's figures): python bench/ceilings.py
 A quick check that it runs:       python bench/ceilings.py --small
+One size full, the others small:  python bench/ceilings.py --small --boots 1000000
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import datetime as dt
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -124,15 +126,17 @@ def page(db: str, boot_path: str, concurrent: int) -> tuple[float, int, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--small", action="store_true", help="tiny sizes: check that the script runs")
-    ap.add_argument("--bomb-mib", type=int, default=2048)
-    ap.add_argument("--boots", type=int, default=1_000_000)
-    ap.add_argument("--line-kib", type=int, default=1024)
-    ap.add_argument("--samples", type=int, default=1_000_000)
+    ap.add_argument("--small", action="store_true",
+                    help="tiny sizes for the sizes not given: check that the script runs")
+    ap.add_argument("--bomb-mib", type=int)
+    ap.add_argument("--boots", type=int)
+    ap.add_argument("--line-kib", type=int)
+    ap.add_argument("--samples", type=int)
     ap.add_argument("--keep", help="write the inputs and ledgers here (else a temporary folder)")
     a = ap.parse_args()
-    if a.small:
-        a.bomb_mib, a.boots, a.line_kib, a.samples = 16, 200, 64, 2_000
+    sizes = (16, 200, 64, 2_000) if a.small else (2048, 1_000_000, 1024, 1_000_000)
+    a.bomb_mib, a.boots, a.line_kib, a.samples = (given if given is not None else size for given, size in
+                                                  zip((a.bomb_mib, a.boots, a.line_kib, a.samples), sizes, strict=True))
     folder = Path(a.keep or tempfile.mkdtemp(prefix="ceilings-"))
     folder.mkdir(parents=True, exist_ok=True)
 
@@ -142,8 +146,12 @@ def main() -> None:
             *run([*LEDGER, "--db", str(folder / "bomb.db"), "ingest", str(bomb)])[:2])
 
     log = many_boots(folder, a.boots)
-    say(f"{a.boots:,} boots in one file ({log.stat().st_size / 2**20:.0f} MiB)",
-        *run([*LEDGER, "--db", str(folder / "boots.db"), "ingest", str(log), "--year", "2026"]))
+    db = folder / "boots.db"
+    spent, peak, status = run([*LEDGER, "--db", str(db), "ingest", str(log), "--year", "2026"])
+    with sqlite3.connect(db) as con:
+        stored = con.execute("SELECT count(*) FROM boot").fetchone()[0]
+    say(f"{a.boots:,} boots in one file ({log.stat().st_size / 2**20:.0f} MiB): {stored:,} stored", spent, peak,
+        status)
 
     code = ("from ledger.parsers.lines import parse_line\n"
             f"parse_line(1, 'w' * {a.line_kib * 1024 - 80} + ' (APIServer pid=1) INFO 10-01 09:00:10 [loggers.py:271] hi')")

@@ -353,7 +353,6 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         gc.freeze()
         from ledger.parsers.source import printable
 
-        from .ingest import stored_boot
         from .render.ingest import announcer, echo_file, echo_origin_warnings
         from .render.progress import Progress
 
@@ -362,6 +361,8 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 shown = origin.source_name
                 echo_origin_warnings(shown, origin.warnings)
                 result = ingest_origin(writer, origin, log, info, rules, year=year,
+                                       on_stored=None if as_json else _said(announcer(as_json, None), shown,
+                                                                            writer, names),
                                        boot_time_repo=repo if at_boot_time else None)
                 progress = None
             else:
@@ -372,23 +373,21 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                 say = announcer(as_json, progress)
                 result = ingest_file(writer, path, info, rules, year=year, progress=progress, force=force,
                                      name=source_name,
-                                     on_stored=_said(say, shown, writer, names) if path == "-" else None,
+                                     on_stored=None if as_json else _said(say, shown, writer, names),
                                      started=started if i == 0 else None,
                                      per_boot=per_boot_commit(repo, info) if repo and at_boot_time else None)
             if progress:
                 progress.done()
             if not as_json and not result.error:  # read once per deploy, however many inputs name it
-                unknown = [d for d in [*result.deploys.values(), *result.existing_deploys] if d not in names]
+                unknown = [d for d in result.existing_deploys if d not in names]
                 names.update(deploy_names(writer, unknown))
-            stored = [] if path == "-" else [
-                stored_boot(bid, boot, shown, names.get(result.deploys.get(bid, -1)), result.superseded.get(bid))
-                for bid, boot in result.stored]
             where = [names[d] for d in result.existing_deploys if d in names]
-            echo_file(result, shown, stored, as_json, where)
+            echo_file(result, shown, as_json, where)
             if result.error:
                 failed += 1
                 continue
-            stored_ids += [str(bid) for bid, _boot in result.stored]
+            if as_json:
+                stored_ids += [str(bid) for bid in result.ids]
     finally:
         writer.close()
     if as_json:
@@ -406,16 +405,17 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
 
 
 def _said(say: Any, shown: str, writer: Any, names: dict[int, str]) -> Any:
-    """From stdin, each boot is said as it is stored, with its deploy: the stream may go on for
-    days."""
-    from .db.writes import boot_deploy, deploy_names
+    """Each boot is said as it is stored (committed), with its deploy: a stream may go on for
+    days, and a file may hold a million boots (none of them is kept to be said at the end)."""
+    from .db.writes import deploy_names
     from .ingest import stored_boot
 
-    def said(bid: int, boot: Any) -> None:
-        deploy = boot_deploy(writer, bid)
+    def said(bid: int, boot: Any, told: dict[str, Any]) -> None:
+        deploy = told.get("deploy")
         if deploy is not None and deploy not in names:
             names.update(deploy_names(writer, [deploy]))
-        say(stored_boot(bid, boot, shown, names.get(deploy) if deploy is not None else None))
+        say(stored_boot(bid, boot, shown, names.get(deploy) if deploy is not None else None,
+                        told.get("superseded")))
 
     return said
 

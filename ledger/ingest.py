@@ -1,5 +1,6 @@
-"""Logs into the ledger: parse each file with ``parsers``, store each boot in its own
-transaction, and report what happened per file (one bad file does not stop the others)."""
+"""Logs into the ledger: parse each file with ``parsers``, store each boot whole (a group of a
+file's boots per transaction), and report what happened per file (one bad file does not stop
+the others)."""
 
 from __future__ import annotations
 
@@ -23,17 +24,41 @@ if TYPE_CHECKING:  # the writer loads only once a file has started: see start_pa
 
 @dataclass
 class FileResult:
+    """What one input gave: counts and the deploys its boots went to, nothing per boot (a file
+    may hold a million boots: each is told to ``on_stored`` as it is stored)."""
+
     path: str
     sha256: str = ""
-    stored: list[tuple[int, parsers.Boot]] = field(default_factory=list)
+    stored: int = 0  # boots stored
     existing: int = 0  # boots of this file already in the ledger
     repeated: int = 0  # boots identical to one before them in this file (stored once)
     error: str | None = None
     long_lines: int = 0  # lines past parsers.source.MAX_LINE, read only up to it
     warnings: list[str] = field(default_factory=list)  # the reading's own (trailing garbage)
-    deploys: dict[int, int] = field(default_factory=dict)  # stored boot -> its deploy
+    deploys: list[int] = field(default_factory=list)  # the deploys of the boots stored, each once
     existing_deploys: list[int] = field(default_factory=list)  # the deploys of the boots already there
-    superseded: dict[int, list[int]] = field(default_factory=dict)  # stored boot -> the shorter versions it replaced
+    ids: IdRuns = field(default_factory=lambda: IdRuns())  # the ids of the boots stored
+
+
+class IdRuns:
+    """Ids as runs of consecutive ones: the boots one ingest stores take consecutive ids (but
+    where another writer's come between), so a million of them are one run."""
+
+    def __init__(self) -> None:
+        self.runs: list[list[int]] = []  # [first, last]
+
+    def add(self, n: int) -> None:
+        if self.runs and self.runs[-1][1] + 1 == n:
+            self.runs[-1][1] = n
+        else:
+            self.runs.append([n, n])
+
+    def __iter__(self) -> Iterator[int]:
+        for first, last in self.runs:
+            yield from range(first, last + 1)
+
+    def __len__(self) -> int:
+        return sum(last - first + 1 for first, last in self.runs)
 
 
 def stored_boot(bid: int, boot: parsers.Boot, path: str, deploy: str | None = None,
@@ -73,24 +98,44 @@ def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None
 
 # per boot: its deploy (--at-boot-time: the commit of its time) and its boot_origin rows
 PerBoot = Callable[[parsers.Boot], tuple["DeployInfo", dict[str, str]]]
+# told of each boot stored, once it is committed: its id, the boot, and what store_boot told
+# of it (its "deploy", the shorter versions it "superseded")
+OnStored = Callable[[int, parsers.Boot, dict[str, Any]], None]
+
+# Boots of a file are committed in groups: a commit syncs the disk (5-9 ms here), more than a
+# small boot's rows cost, so a file of a million boots took hours one commit each.  A group
+# closes at this many boots, this many rows held (facts, failures, samples in memory), or this
+# many seconds after its first boot, whichever comes first; a stream (stdin) commits each boot
+# as it ends, for it may pause for days.  A killed ingest loses at most the open group: whole
+# boots, stored by the next run.
+GROUP_BOOTS = 500
+GROUP_ROWS = 20_000
+GROUP_SECONDS = 1.0
 
 
 def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | None = None,
-                year: int | None = None, on_stored: Callable[[int, parsers.Boot], None] | None = None,
+                year: int | None = None, on_stored: OnStored | None = None,
                 progress: Callable[[int], None] | None = None, started: parsers.Parse | None = None,
                 per_boot: PerBoot | None = None, name: str | None = None,
                 run_starts: Sequence[int] = (), force: bool = False) -> FileResult:
-    """Parse and store one input.  Each boot is written in its own transaction as soon as it is
-    complete (from a stream: while the stream goes on); runtime samples are spooled, so memory
-    stays flat whatever the input's size.  ``started``: the input's Parse from ``start_parse``;
-    ``per_boot``: each boot's deploy and origin rows instead of ``info``; ``name``: the
-    source's stored name instead of ``path``; ``run_starts``: see ``parsers.start``."""
+    """Parse and store one input.  Boots are written as soon as they are complete (from a
+    stream: while the stream goes on), whole, a group of them per transaction (``GROUP_BOOTS``);
+    runtime samples are spooled and nothing is kept per boot, so memory stays flat whatever the
+    input's size and however many boots it holds.  ``on_stored`` is told each boot stored, once
+    it is committed.  ``started``: the input's Parse from ``start_parse``; ``per_boot``: each
+    boot's deploy and origin rows instead of ``info``; ``name``: the source's stored name
+    instead of ``path``; ``run_starts``: see ``parsers.start``."""
+    import time
+
     from .db.staging import SampleSpool, Staging
-    from .db.writes import set_source_sha256, store_boot
+    from .db.writes import Pending, set_source_sha256, store_boots
 
     result = FileResult(path)
     staging = Staging(writer)
     spools: dict[int, SampleSpool] = {}
+    group: list[Pending] = []
+    weight, opened = 0, 0.0
+    stream = path == "-"
 
     def sink(boot: parsers.Boot, samples: list[parsers.RuntimeSample]) -> None:
         spool = spools.get(id(boot))
@@ -98,31 +143,44 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
             spool = spools[id(boot)] = SampleSpool(staging)
         spool.add(samples)
 
-    seen: set[str] = set()
+    def commit() -> None:
+        nonlocal weight
+        try:
+            store_boots(writer, group)
+        finally:
+            for p in group:
+                if p.spool is not None:
+                    p.spool.close()
+        done = list(group)
+        group.clear()
+        weight = 0
+        for p in done:
+            told = p.told
+            if p.id is None:
+                result.existing += 1
+                same_as = told.get("same_as")
+                if same_as is not None and same_as[0] == source.display and same_as[1] < p.boot.index:
+                    result.repeated += 1  # the same lines earlier in this input
+                if "deploy" in told and told["deploy"] not in result.existing_deploys:
+                    result.existing_deploys.append(told["deploy"])
+                continue
+            result.stored += 1
+            result.ids.add(p.id)
+            if told["deploy"] not in result.deploys:
+                result.deploys.append(told["deploy"])
+            if on_stored:
+                on_stored(p.id, p.boot, told)
 
     def on_boot(boot: parsers.Boot) -> None:
-        if boot.content_sha256 in seen:
-            result.repeated += 1
-        seen.add(boot.content_sha256)
+        nonlocal weight, opened
         spool = spools.pop(id(boot), None)
         boot_info, origin = per_boot(boot) if per_boot else (info, {})
-        told: dict[str, Any] = {}
-        try:
-            bid = store_boot(writer, boot, source.display, source.sha256 or None, boot_info, spool, origin, told)
-        finally:
-            if spool is not None:
-                spool.close()
-        if bid is None:
-            result.existing += 1
-            if "deploy" in told and told["deploy"] not in result.existing_deploys:
-                result.existing_deploys.append(told["deploy"])
-        else:
-            result.stored.append((bid, boot))
-            result.deploys[bid] = told["deploy"]
-            if told["superseded"]:
-                result.superseded[bid] = told["superseded"]
-            if on_stored:
-                on_stored(bid, boot)
+        if not group:
+            opened = time.monotonic()
+        group.append(Pending(boot, source.display, source.sha256 or None, boot_info, spool, origin))
+        weight += 1 + len(boot.facts) + len(boot.failures) + len(boot.runtime) + (spool.held if spool else 0)
+        if stream or len(group) >= GROUP_BOOTS or weight >= GROUP_ROWS or time.monotonic() - opened >= GROUP_SECONDS:
+            commit()
 
     try:
         try:
@@ -136,15 +194,24 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
             # is what a percent of the file's size counts
             parse.run(on_boot=on_boot, runtime_sink=sink,
                       progress=(lambda _text_bytes: progress(source.consumed)) if progress else None)
+        except parsers.SourceError:
+            if group:
+                commit()  # the whole boots read before the input's fault (a truncated .gz)
+            raise
         finally:
             result.long_lines, result.warnings = source.long_lines, source.warnings
+        if group:
+            commit()
     except parsers.SourceError as exc:
         result.error = str(exc)
         return result
     finally:
+        for p in group:  # not committed (an error): their staged samples go
+            if p.spool is not None:
+                p.spool.close()
         staging.close()
     result.sha256 = source.sha256
-    set_source_sha256(writer, [bid for bid, _ in result.stored], source.sha256)
+    set_source_sha256(writer, result.ids.runs, source.sha256)
     return result
 
 
@@ -165,7 +232,7 @@ def origin_log(origin: Origin) -> Iterator[tuple[str, list[tuple[int, int]]]]:
 
 def ingest_origin(writer: Writer, origin: Origin, log: tuple[str, list[tuple[int, int]]], info: DeployInfo,
                   rules: RuleSet | None = None, year: int | None = None,
-                  on_stored: Callable[[int, parsers.Boot], None] | None = None,
+                  on_stored: OnStored | None = None,
                   boot_time_repo: str | None = None) -> FileResult:
     """Store a container's or a unit's log (``origin_log``) as one input named
     ``origin.source_name``: each run of the container (each invocation of the unit) is a boot

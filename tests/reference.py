@@ -17,7 +17,7 @@ def reference_boots(path: Path, rules: parsers.RuleSet, year: int) -> list[parse
     text = path.read_bytes().decode("utf-8", errors="replace")
     header = excerpt_header_end(text[:65536])
     asm = BootAssembler(default_year=year)
-    asm.consume(Header(header, {}))
+    boots = asm.consume(Header(header, {}))
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -26,13 +26,12 @@ def reference_boots(path: Path, rules: parsers.RuleSet, year: int) -> list[parse
             continue
         counts = rules.count_line(raw)
         if not rules.rules_for(raw):
-            asm.consume(Counts(counts))
+            boots += asm.consume(Counts(counts))
             continue
         line = parse_line(number, raw)
 
         def following(number: int = number) -> list[str]:
             return lines[number:number + 3]
 
-        asm.consume(LineHit(line, rules.match_line(line, following), counts))
-    asm.consume(End(len(lines)))
-    return asm.boots
+        boots += asm.consume(LineHit(line, rules.match_line(line, following), counts))
+    return boots + asm.consume(End(len(lines)))  # the assembler hands each boot out once, keeping none

@@ -6,6 +6,7 @@ peak resident size of a child process (its ``ru_maxrss``); nothing here is timed
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REAL, ROOT
+from dbutil import rows
 
 from ledger import parsers
 from ledger.parsers.packs import PackError, load_pack
@@ -78,6 +80,49 @@ def test_commands_given_dev_zero_as_a_pack_say_so_in_one_line_and_stay_small(arg
     r = measured([*LEDGER, "--db", str(tmp_path / "l.db"), *args], stdin=subprocess.DEVNULL, timeout=60)
     assert r.code == 2 and r.err.strip() == "Error: /dev/zero: is a device, not a grammar pack (a pack is a TOML file)"
     assert r.peak_kib < 200 * MIB
+
+
+# -- 12: many boots in one file: memory flat in the number of boots -------------------------------------
+
+# a minimal boot in vLLM 0.20's words: its version banner (the line a boot starts on) and a figure
+BOOT = ("(APIServer pid={pid}) INFO {md} {t} [api_utils.py:339] vLLM server version 0.20.2, serving model m\n"
+        "(EngineCore_DP0 pid={pid}) INFO {md} {t} [kv_cache_utils.py:1713] GPU KV cache size: {kv:,} tokens\n")
+# a line of vLLM's no rule reads: it pads the boots to one file size
+ROUTE = "(APIServer pid={pid}) INFO {md} {t} [launcher.py:37] Route: /v1/models, Methods: GET\n"
+
+
+def _many_boots(path: Path, boots: int, size: int, first: int = 0) -> Path:
+    """``boots`` distinct boots a second apart (numbered from ``first``), each padded with route lines so that the file is
+    about ``size`` bytes whatever the number of boots: what the ingest's memory grows by is then
+    the boots' cost, not the file's."""
+    import datetime as dt
+
+    start = dt.datetime(2026, 1, 1)
+    pad = max(0, (size // boots - len(BOOT.format(pid=100, md="01-01", t="00:00:00", kv=10_000))) // len(ROUTE))
+    with open(path, "w") as f:
+        for i in range(first, first + boots):
+            at = start + dt.timedelta(seconds=i)
+            stamp = {"pid": 100 + i, "md": at.strftime("%m-%d"), "t": at.strftime("%H:%M:%S")}
+            f.write(BOOT.format(kv=10_000 + i, **stamp) + ROUTE.format(**stamp) * pad)
+    return path
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("size_mib", [6, 10], ids=["small-file", "large-file"])
+def test_many_boots_in_one_file_are_all_stored_in_memory_flat_in_their_number(db, tmp_path, size_mib):
+    """Ten times the boots in a file of the same size (under and over 8 MiB: scanned here, or by a
+    forked child with the counted lines counted apart) costs the ingest no more memory.  Before:
+    every boot was kept to the end of the file (and over 8 MiB, none stored before it), each
+    boot its own commit: 10^6 boots ran past 600 s at 2.96 GB (issue 20, item 12)."""
+    peaks = {}
+    for boots in (1_000, 10_000):
+        log = _many_boots(tmp_path / f"boots-{boots}.log", boots, size_mib << 20, first=len(peaks) * 1_000)
+        r = measured([*LEDGER, "--db", db, "ingest", str(log), "--year", "2026"], timeout=600)
+        assert r.code == 0, r.err
+        assert len(re.findall(r"^boot \d+ ", r.out, re.M)) == boots  # each boot said as it was stored
+        peaks[boots] = r.peak_kib
+    assert rows(db, "SELECT count(*), count(DISTINCT content_sha256) FROM boot") == [(11_000, 11_000)]
+    assert peaks[10_000] - peaks[1_000] < 12 * MIB, peaks
 
 
 # -- 15: NUL holes are skipped, not taken for a binary file --------------------------------------------

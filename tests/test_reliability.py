@@ -172,6 +172,36 @@ def test_sigkill_at_random_moments_leaves_the_whole_boot_or_nothing(db, tmp_path
     assert rows(db, "SELECT count(*), (SELECT count(*) FROM runtime_sample) FROM boot") == [(1, samples)]
 
 
+@pytest.mark.heavy
+def test_sigkill_amid_a_file_of_many_boots_leaves_whole_boots_and_the_rerun_stores_the_rest_once(db, tmp_path):
+    """A file's boots are committed in groups (ledger.ingest.GROUP_BOOTS): killed amid them, the
+    ledger holds whole boots only (each with its figure and runtime row), and the next ingest
+    stores the others, none twice."""
+    from test_ceilings import _many_boots
+
+    log = _many_boots(tmp_path / "boots.log", 10_000, 4 << 20)
+    proc = subprocess.Popen(_ingest_cmd(db, log), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stored = 0
+    for _ in range(1200):  # killed once a few groups are in (a hang fails: 120 s)
+        time.sleep(0.1)
+        try:
+            stored = rows(db, "SELECT count(*) FROM boot")[0][0]
+        except Exception:  # noqa: BLE001 - the schema is not there yet
+            continue
+        if stored >= 1_000:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert _integrity_ok(db)
+    whole = "SELECT count(*), (SELECT count(*) FROM fact), (SELECT count(*) FROM boot_runtime) FROM boot"
+    boots, facts, runtime = rows(db, whole)[0]
+    assert 1_000 <= boots < 10_000 and facts == runtime == boots
+    r = subprocess.run(_ingest_cmd(db, log), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert rows(db, whole) == [(10_000, 10_000, 10_000)]
+    assert rows(db, "SELECT count(DISTINCT content_sha256) FROM boot") == [(10_000,)]
+
+
 # -- concurrent writers -------------------------------------------------------------------------------
 
 

@@ -1,8 +1,9 @@
 """Every write the ledger takes, through a ``Writer``: boots (``ledger ingest``, ``ledger copy``),
 the whole input's digest on boots read from a stream, and deploy settings (``ledger deploy set``).
 
-* Each boot is written in its own transaction (SQLite: BEGIN IMMEDIATE, the write lock taken
-  at once); a boot whose content is already in the ledger, or whose file is, is not stored again.
+* Each boot is written whole in one transaction, alone or with the boots before it in its input
+  (``store_boots``; SQLite: BEGIN IMMEDIATE, the write lock taken at once); a boot whose content
+  is already in the ledger, or whose file is, is not stored again.
 * The rows of a table are bound as tuples in the order of ``columns.COLUMNS`` (the models'
   order), by name: nothing here spells a column list of its own.
 """
@@ -10,7 +11,7 @@ the whole input's digest on boots read from a stream, and deploy settings (``led
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ledger import parsers
@@ -25,6 +26,9 @@ from .staging import (
     SampleSpool,
 )
 from .writer import Writer, retrying, to_json
+
+# the PostgreSQL advisory lock writers take sample ids (and, from store_boots, write) under
+SAMPLE_ID_LOCK = 731078
 
 
 def _now() -> str:
@@ -73,15 +77,61 @@ def store_boot(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str
     """Write one boot in one transaction; returns its id, or None if it was already there
     (the same content, from this file or another).  ``origin``: the boot's ``boot_origin``
     rows (a container's or unit's facts); ``told`` is given, read in the same transaction,
-    the boot's ``deploy`` (the stored one's, for a boot already there) and the ids of the
-    shorter versions it ``superseded`` (a grown log)."""
-    deploy_info = info
-    if not info.image and len(boot.image_digests) == 1:
-        # the log printed its own image digest: key the deploy by it
-        deploy_info = DeployInfo(info.commit, boot.image_digests[0], info.label, info.dirty, info.relabel)
-    year = (boot.started_at or boot.ready_at or boot.ended_at or "")[:4] or None
-    return retrying(lambda: _store_boot_once(writer, boot, source_path, sha256, deploy_info, spool, year,
-                                             origin or {}, told if told is not None else {}))
+    the boot's ``deploy`` (the stored one's, for a boot already there), the ids of the
+    shorter versions it ``superseded`` (a grown log) and, for a boot already there, the
+    ``source`` and boot index it was stored from (``same_as``)."""
+    pending = Pending(boot, source_path, sha256, info, spool, origin or {})
+    store_boots(writer, [pending])
+    if told is not None:
+        told.update(pending.told)
+    return pending.id
+
+
+@dataclass
+class Pending:
+    """A boot on its way into the ledger (``store_boots``) and, once written, what became of
+    it: ``id`` (None: it was there already) and ``told`` (see ``store_boot``)."""
+
+    boot: parsers.Boot
+    source_path: str
+    sha256: str | None
+    info: DeployInfo
+    spool: SampleSpool | None = None
+    origin: dict[str, str] = field(default_factory=dict)
+    id: int | None = None
+    told: dict[str, Any] = field(default_factory=dict)
+
+
+def store_boots(writer: Writer, pending: list[Pending]) -> None:
+    """Write boots in one transaction, in order: all of them or, if it fails, none.  A commit
+    costs more than a small boot's rows (a sync of the disk): many small boots of one input go
+    in together (``ledger.ingest``).  On PostgreSQL the transaction first takes the writers'
+    lock (the one sample ids are taken under), so two ingests' groups of boots never wait on
+    each other's rows: one goes after the other."""
+    steps = []
+    for p in pending:
+        info = p.info
+        if not info.image and len(p.boot.image_digests) == 1:
+            # the log printed its own image digest: key the deploy by it
+            info = DeployInfo(info.commit, p.boot.image_digests[0], info.label, info.dirty, info.relabel)
+        boot = p.boot
+        year = (boot.started_at or boot.ready_at or boot.ended_at or "")[:4] or None
+        spool = p.spool
+        attached = spool is not None and spool.staging is not None and bool(spool.tables) and spool.staging.attached
+        if spool is not None and attached:
+            spool.flush()  # all of it into the staging tables, which the writer's connection sees
+        steps.append((p, info, year, attached))
+
+    def write() -> None:
+        with writer.transaction() as cur:
+            if not writer.is_sqlite:
+                cur.execute(f"SELECT pg_advisory_xact_lock({SAMPLE_ID_LOCK})")
+            for p, info, year, attached in steps:
+                p.told = {}  # a retried transaction tells again
+                p.id = _store_boot_once(writer, cur, p.boot, p.source_path, p.sha256, info, p.spool, attached,
+                                        year, p.origin, p.told)
+
+    retrying(write)
 
 
 def deploy_id(writer: Writer, cur: Any, identity: str, new: dict[str, Any], label: str | None = None,
@@ -116,14 +166,6 @@ def check_label(writer: Writer, info: DeployInfo) -> None:
         row = cur.fetchone()
     if row is not None and row[1] and row[1] != info.label:
         raise LedgerError(label_conflict(row[0], row[1], info.label))
-
-
-def boot_deploy(writer: Writer, boot: int) -> int | None:
-    """The deploy a stored boot belongs to."""
-    with writer.transaction() as cur:
-        cur.execute(f"SELECT deploy_id FROM boot WHERE id = {writer.mark}", (boot,))
-        row = cur.fetchone()
-    return row[0] if row else None
 
 
 def deploy_names(writer: Writer, deploys: list[int]) -> dict[int, str]:
@@ -188,43 +230,41 @@ def _boot_rows(boot: parsers.Boot, source_path: str, sha256: str | None) -> tupl
     return row, shape, facts, failures
 
 
-def _store_boot_once(writer: Writer, boot: parsers.Boot, source_path: str, sha256: str | None,
-                     info: DeployInfo, spool: SampleSpool | None, year: str | None,
+def _store_boot_once(writer: Writer, cur: Any, boot: parsers.Boot, source_path: str, sha256: str | None,
+                     info: DeployInfo, spool: SampleSpool | None, attached: bool, year: str | None,
                      origin: dict[str, str], told: dict[str, Any]) -> int | None:
+    """One boot's rows, in the caller's transaction; its id, or None if it was there already."""
     row, shape, facts, failures = _boot_rows(boot, source_path, sha256)
-    attached = spool is not None and spool.staging is not None and bool(spool.tables) and spool.staging.attached
-    if spool is not None and attached:
-        spool.flush()  # all of it into the staging tables, which the writer's connection sees
-    with writer.transaction() as cur:
-        cur.execute(f"SELECT deploy_id FROM boot WHERE content_sha256 = {writer.mark}", (boot.content_sha256,))
+    cur.execute(f"SELECT deploy_id, source_path, boot_index FROM boot WHERE content_sha256 = {writer.mark}",
+                (boot.content_sha256,))
+    there = cur.fetchone()
+    if there is not None:
+        told["deploy"], told["same_as"] = there[0], (there[1], there[2])
+        return None
+    if sha256:
+        cur.execute(f"SELECT deploy_id FROM boot WHERE source_sha256 = {writer.mark} AND boot_index = {writer.mark}",
+                    (sha256, boot.index))
         there = cur.fetchone()
         if there is not None:
             told["deploy"] = there[0]
-            return None
-        if sha256:
-            cur.execute(f"SELECT deploy_id FROM boot WHERE source_sha256 = {writer.mark} AND boot_index = {writer.mark}",
-                        (sha256, boot.index))
-            there = cur.fetchone()
-            if there is not None:
-                told["deploy"] = there[0]
-                return None  # the same file ingested before (also by a ledger older than content digests)
-        earlier = _grown_from(writer, cur, row, facts, failures)
-        if earlier is None:
-            return None  # a longer version of this boot is in the ledger already
-        deploy = deploy_id(writer, cur, info.identity(), {
-            "commit_sha": info.commit, "image_digest": info.image, "label": info.label, "dirty": info.dirty,
-            "created_at": _now()}, info.label, info.relabel)
-        bid = insert_boot(writer, cur, deploy, row, shape, facts, failures)
-        if origin:
-            writer.insert_many(cur, "boot_origin", ["boot_id", "key", "value"],
-                               [(bid, key, value) for key, value in origin.items()])
-        _supersede(writer, cur, earlier, bid)
-        told["deploy"], told["superseded"] = deploy, earlier
-        samples = SampleSpool()
-        samples.add(boot.runtime)  # samples the parser kept (no sink)
-        spools = [(spool, attached)] if spool is not None else []
-        store_samples(writer, cur, bid, [*spools, (samples, False)], year)
-        return bid
+            return None  # the same file ingested before (also by a ledger older than content digests)
+    earlier = _grown_from(writer, cur, row, facts, failures)
+    if earlier is None:
+        return None  # a longer version of this boot is in the ledger already
+    deploy = deploy_id(writer, cur, info.identity(), {
+        "commit_sha": info.commit, "image_digest": info.image, "label": info.label, "dirty": info.dirty,
+        "created_at": _now()}, info.label, info.relabel)
+    bid = insert_boot(writer, cur, deploy, row, shape, facts, failures)
+    if origin:
+        writer.insert_many(cur, "boot_origin", ["boot_id", "key", "value"],
+                           [(bid, key, value) for key, value in origin.items()])
+    _supersede(writer, cur, earlier, bid)
+    told["deploy"], told["superseded"] = deploy, earlier
+    samples = SampleSpool()
+    samples.add(boot.runtime)  # samples the parser kept (no sink)
+    spools = [(spool, attached)] if spool is not None else []
+    store_samples(writer, cur, bid, [*spools, (samples, False)], year)
+    return bid
 
 
 def _evidence(writer: Writer, cur: Any, boot_id: int) -> set[tuple[int, str]]:
@@ -244,16 +284,21 @@ def _grown_from(writer: Writer, cur: Any, row: dict[str, Any], facts: list[tuple
     in its transaction); None if a stored boot is a longer version of the new one (the new one
     is the older read: nothing to store)."""
     q = writer.mark
-    cur.execute(f"SELECT id, last_line, started_at FROM boot WHERE source_path = {q} AND first_line = {q} "
-                f"AND content_sha256 <> {q}", (row["source_path"], row["first_line"], row["content_sha256"]))
-    candidates = [(bid, last, started) for bid, last, started in cur.fetchall() if started == row["started_at"]]
+    # by its start first: an index holds it (ix_boot_started), so a file of a million boots is
+    # not a million scans of the boot table
+    started = "started_at IS NULL" if row["started_at"] is None else f"started_at = {q}"
+    cur.execute(f"SELECT id, last_line FROM boot WHERE {started} AND source_path = {q} AND first_line = {q} "
+                f"AND content_sha256 <> {q}",
+                (*([] if row["started_at"] is None else [row["started_at"]]), row["source_path"], row["first_line"],
+                 row["content_sha256"]))
+    candidates = cur.fetchall()
     if not candidates:
         return []
     fact_line, fact_text = CHILD_COLUMNS["fact"].index("line"), CHILD_COLUMNS["fact"].index("text")
     fail_line, fail_text = CHILD_COLUMNS["failure"].index("line"), CHILD_COLUMNS["failure"].index("text")
     mine = {(f[fact_line], f[fact_text]) for f in facts} | {(f[fail_line], f[fail_text]) for f in failures}
     superseded = []
-    for bid, last, _ in candidates:
+    for bid, last in candidates:
         theirs = _evidence(writer, cur, bid)
         if last < row["last_line"] and theirs <= mine:
             superseded.append(bid)
@@ -327,7 +372,7 @@ def _next_sample_id(writer: Writer, cur: Any) -> int:
     """The id after the ledger's last sample.  PostgreSQL: writers take their ids one at a time
     (a lock held to the end of the boot's transaction); SQLite's write lock does that already."""
     if not writer.is_sqlite:
-        cur.execute("SELECT pg_advisory_xact_lock(731078)")
+        cur.execute(f"SELECT pg_advisory_xact_lock({SAMPLE_ID_LOCK})")
     cur.execute("SELECT COALESCE(MAX(last_sample_id), 0) FROM boot_runtime")
     return cur.fetchone()[0] + 1
 
@@ -409,14 +454,15 @@ def store_samples(writer: Writer, cur: Any, boot_id: int, spools: list[tuple[Sam
         record_kv_formula(writer, cur, boot_id)  # the boot speculates: the formula must know (ledger.formula)
 
 
-def set_source_sha256(writer: Writer, boot_ids: list[int], sha256: str) -> None:
-    """Record the whole input's sha256 on boots stored before it was known (a stream)."""
-    if not boot_ids:
+def set_source_sha256(writer: Writer, runs: list[list[int]], sha256: str) -> None:
+    """Record the whole input's sha256 on boots stored before it was known (a stream, a file
+    read as it was hashed): ``runs`` of their ids, [first, last] each."""
+    if not runs:
         return
     q = writer.mark
     with writer.transaction() as cur:
-        cur.executemany(f"UPDATE boot SET source_sha256 = {q} WHERE id = {q} AND source_sha256 IS NULL",
-                        [(sha256, bid) for bid in boot_ids])
+        cur.executemany(f"UPDATE boot SET source_sha256 = {q} WHERE id BETWEEN {q} AND {q} AND source_sha256 IS NULL",
+                        [(sha256, first, last) for first, last in runs])
 
 
 def put_deploy_settings(writer: Writer, deploy: int, settings: list[tuple[str, str]]) -> dict[str, str]:

@@ -191,14 +191,16 @@ class _Work:
 class BootAssembler:
     """``consume`` the scan's items in order; each call returns the boots it finished.
 
-    ``counts_after_scan``: the counted lines (access, request) arrive after the scan, in a
-    ``CountTotals`` item (counted by grep), so boots are finished only then."""
+    ``counts_after_scan``: the counted lines (access, request) come from another reader, in a
+    ``CountTotals`` item (grep's, or a boot's byte range counted), so a boot closed is ``held``
+    until its counts come.  Nothing is kept of a boot once it is handed out."""
 
     def __init__(self, default_year: int | None = None,
                  runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None,
                  counts_after_scan: bool = False, not_after: str | None = None,
                  run_starts: Sequence[int] = ()):
-        self.boots: list[Boot] = []
+        self.count = 0  # boots begun so far
+        self.held: list[Boot] = []  # closed, waiting for their counts (counts_after_scan), in order
         # lines at which the process was started again (a container's restart, told by its
         # runtime): whatever the lines say, a boot ends before each
         self.run_starts = sorted(run_starts, reverse=True)
@@ -235,13 +237,14 @@ class BootAssembler:
                 self._add_counts({k: -n for k, n in counts.items()})
             case End(total_lines):
                 return self._end(total_lines)
-            case CountTotals(per_boot):
-                for boot, counts in zip(self.boots, per_boot, strict=True):
+            case CountTotals(per_boot):  # the counts of the first boots held
+                done, self.held = self.held[:len(per_boot)], self.held[len(per_boot):]
+                for boot, counts in zip(done, per_boot, strict=True):
                     boot.access_lines = boot.request_lines = 0
                     _credit(boot, counts)
                     _served(boot)
                     self._seal(boot)
-                return self.boots
+                return done
         return []
 
     def _add_counts(self, counts: dict[str, int]) -> None:
@@ -386,8 +389,8 @@ class BootAssembler:
         return boot, work
 
     def _new(self, first_line: int) -> Boot:
-        boot = Boot(index=len(self.boots), first_line=first_line)
-        self.boots.append(boot)
+        boot = Boot(index=self.count, first_line=first_line)
+        self.count += 1
         self._work[boot.index] = _Work()
         self.current = boot
         if self._pending_counts:
@@ -558,6 +561,7 @@ class BootAssembler:
         self._flush_stats(boot, work)
         self._finish(boot, work, last_line)
         if self.counts_after_scan:
+            self.held.append(boot)
             return None  # sealed once the counts are known (CountTotals)
         self._seal(boot)
         return boot
@@ -603,7 +607,7 @@ class BootAssembler:
         finished: list[Boot] = []
         if self.current is None and self._pending_counts:
             self._new(self.first_line)  # count lines but no event line: still one boot
-        if self.current is None and not self.boots:
+        if self.current is None and not self.count:
             self._new(self.first_line)
         if self.current is not None:
             closed = self._close(self.current, total_lines)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .boots import Boot, BootAssembler
 from .fast.child import ChildScan
-from .fast.counters import GREP, GrepCounts, recount
+from .fast.counters import GREP, GrepCounts, RangeCounter, recount
 from .fast.options import DEFAULT, ScanOptions
 from .fast.runs import gather_runs, line_hits
 from .fast.scanner import Hit, scanner_for
@@ -46,7 +46,7 @@ def builtin_ruleset(extra: Iterable[Rule] = ()) -> RuleSet:
 @dataclass
 class ParseResult:
     source: Source
-    boots: list[Boot]
+    boots: list[Boot]  # every boot, when no ``on_boot`` was given (else handed out, not kept)
     total_lines: int
 
 
@@ -90,6 +90,7 @@ class Parse:
                                    position=lambda: source.size, path=source.path, refine=self._runs,
                                    refines=options.child_refines)
         self.grep: GrepCounts | None = None
+        self._ranges: RangeCounter | None = None  # counts boot by boot, once a second boot began
         try:
             if self.counts_after_scan:
                 self.grep = GrepCounts(source.path, rules.count_anchors)
@@ -189,22 +190,44 @@ class Parse:
         if not (self.vllm or self.worded):
             raise SourceError(f"{source.display}: no vLLM log lines found")
 
-    def _count_totals(self, boots: list[Boot]) -> CountTotals:
-        """Each boot's counted lines, after the scan: grep's, for a file of one boot; else by
-        byte range."""
+    def _count_totals(self, assembler: BootAssembler) -> CountTotals:
+        """The counted lines of the boots held, after the scan: grep's, for a file of one boot;
+        else by byte range."""
         self._check_unchanged()
-        totals = self.grep.totals() if self.grep is not None else None
-        if totals is not None and len(boots) == 1:
+        totals = self.grep.totals() if self.grep is not None and self._ranges is None else None
+        if totals is not None and assembler.count == 1:
             header = self.header_counts
             return CountTotals([{k: totals.get(k, 0) - header.get(k, 0) for k in ("access", "request")}])
-        return CountTotals(recount(self.source.path, self.rules.count_anchors, [b.first_offset for b in boots[1:]],
-                                   self.header_lines, self.options.block_size))
+        if self._ranges is None:
+            return CountTotals(recount(self.source.path, self.rules.count_anchors,
+                                       [b.first_offset for b in assembler.held[1:]], self.header_lines,
+                                       self.options.block_size))
+        held = assembler.held
+        return CountTotals([self._ranges.upto(end) for end in [*(b.first_offset for b in held[1:]), None]])
 
-    def _check_unchanged(self) -> None:
+    def _range_counts(self, assembler: BootAssembler) -> CountTotals:
+        """The counted lines of the boots held while the scan goes on, each its byte range up to
+        the next boot's start: a file of many boots is stored as it is read, not held to its
+        end (grep's whole-file counts are of no use to it: grep stops)."""
+        if self._ranges is None:
+            if self.grep is not None:
+                self.grep.stop()
+            self._ranges = RangeCounter(self.source.path, self.rules.count_anchors, self.header_lines,
+                                        self.options.block_size)
+        self._check_unchanged(final=False)
+        current = assembler.current
+        assert current is not None
+        held = assembler.held
+        return CountTotals([self._ranges.upto(end) for end in [*(b.first_offset for b in held[1:]),
+                                                               current.first_offset]])
+
+    def _check_unchanged(self, final: bool = True) -> None:
         """The line counts come from a second reader (grep, or the byte-range recount) when the
         scan did not count: a file that was truncated or rewritten meanwhile would give its boots
-        another version's counts.  Such a file is refused (nothing of it stored), to be read
-        again."""
+        another version's counts.  Such a file is refused, to be read again: nothing of it
+        stored, or of a file of many boots, the boots counted before the change (whole, each
+        counted in the version it was read in).  ``final``: the scan is over (it has read the
+        whole file)."""
         before = self._stat
         if before is None:
             return
@@ -213,9 +236,10 @@ class Parse:
         except OSError:
             now = None
         if (now is None or (now.st_size, now.st_mtime_ns, now.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino)
-                or self.source.size != before.st_size):
+                or (final and self.source.size != before.st_size)):
+            stored = "only the boots before the change were stored" if self._ranges else "nothing of it was stored"
             raise SourceError(f"{self.source.display}: changed while it was read (truncated, rewritten or "
-                              f"grown); nothing of it was stored: ingest it again")
+                              f"grown); {stored}: ingest it again")
 
     # -- running --------------------------------------------------------------------------------
     def close(self) -> None:
@@ -228,22 +252,26 @@ class Parse:
     def run(self, on_boot: Callable[[Boot], None] | None = None,
             runtime_sink: Callable[[Boot, list[RuntimeSample]], None] | None = None,
             progress: Callable[[int], None] | None = None) -> ParseResult:
-        """``on_boot(boot)`` is called as each boot is finished (streaming); ``runtime_sink(boot,
-        samples)`` receives runtime samples (a list at a time, in line order) instead of the boot
-        keeping them."""
+        """``on_boot(boot)`` is called as each boot is finished (streaming: the boots are not
+        kept); without it the result holds every boot.  ``runtime_sink(boot, samples)``
+        receives runtime samples (a list at a time, in line order) instead of the boot keeping
+        them."""
         try:
             self.progress = progress
             assembler = BootAssembler(self.year, runtime_sink, counts_after_scan=self.counts_after_scan,
                                       not_after=self.not_after, run_starts=self.run_starts)
+            kept: list[Boot] = []
+            hand = on_boot or kept.append
             for item in self.items():
                 for boot in assembler.consume(item):
-                    if on_boot:
-                        on_boot(boot)
-            if self.counts_after_scan:
-                for boot in assembler.consume(self._count_totals(assembler.boots)):
-                    if on_boot:
-                        on_boot(boot)
-            return ParseResult(self.source, assembler.boots, self.total_lines)
+                    hand(boot)
+                if assembler.held and assembler.current is not None:  # a second boot began
+                    for boot in assembler.consume(self._range_counts(assembler)):
+                        hand(boot)
+            if assembler.held:
+                for boot in assembler.consume(self._count_totals(assembler)):
+                    hand(boot)
+            return ParseResult(self.source, kept, self.total_lines)
         finally:
             self.close()
 

@@ -1,5 +1,5 @@
-"""``ledger ingest``: a line per stored boot (``ledger.ingest.stored_boot``'s object), what was
-already there or repeated, the reading's warnings (stderr); with ``--format json`` or
+"""``ledger ingest``: a line per stored boot (``ledger.ingest.stored_boot``'s object) as it is
+stored, what was already there or repeated, the reading's warnings (stderr); with ``--format json`` or
 ``jsonl`` the stored boots' export objects instead."""
 
 from __future__ import annotations
@@ -47,11 +47,10 @@ def echo_origin_warnings(shown: str, warnings: list[str]) -> None:
         click.echo(f"warning: {shown}: {warning}", err=True)
 
 
-def echo_file(result: Any, shown: str, stored: list[dict[str, Any]], as_json: bool,
-              where: list[str] | None = None) -> None:
-    """What one input gave (a ``FileResult``; ``stored``: its boots' ``stored_boot`` objects, or
-    none when they were said as they were stored; ``where``: the deploys its boots already in
-    the ledger belong to): warnings and an error on stderr, the boots on stdout (table format
+def echo_file(result: Any, shown: str, as_json: bool, where: list[str] | None = None) -> None:
+    """What one input gave besides its boots (a ``FileResult``; its boots were said as they were
+    stored: ``announcer``; ``where``: the deploys its boots already in the ledger belong to):
+    warnings and an error on stderr, what was repeated or there already on stdout (table format
     only)."""
     for warning in result.warnings:
         click.echo(f"warning: {shown}: {warning}", err=True)
@@ -63,8 +62,6 @@ def echo_file(result: Any, shown: str, stored: list[dict[str, Any]], as_json: bo
         return
     if as_json:
         return
-    for b in stored:
-        click.echo(boot_line(b))
     if result.repeated:
         click.echo(f"{shown}: {_boots(result.repeated)} identical to one before in the same input "
                    f"(same lines, same counts): stored once")
@@ -75,8 +72,9 @@ def echo_file(result: Any, shown: str, stored: list[dict[str, Any]], as_json: bo
 
 
 def announcer(as_json: bool, progress: Any) -> Callable[[dict[str, Any]], None]:
-    """From stdin, say each boot as it is stored (above the progress bar): the stream may go
-    on for days."""
+    """Say each boot as it is stored (above the progress bar; nothing with ``--format
+    json``/``jsonl``, whose objects come at the end): a stream may go on for days, a file may
+    hold a million boots."""
     def say(b: dict[str, Any]) -> None:
         if not as_json:
             line = boot_line(b)

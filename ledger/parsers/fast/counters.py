@@ -104,3 +104,38 @@ def recount(path: str, count_anchors: dict[str, str], boot_offsets: Sequence[int
                 i += 1
         offset = end_offset
     return per_boot
+
+
+class RangeCounter:
+    """``recount`` a boot at a time, as the boots end: ``upto(offset)`` counts the counted lines
+    from where the last range ended up to ``offset`` (None: to the end of the file), the
+    excerpt header left out — one pass over the file in all, however many boots it holds, and
+    no boot kept waiting for the end of the file."""
+
+    def __init__(self, path: str, count_anchors: dict[str, str], header_lines: int, block_size: int):
+        self.anchors = {a.encode("utf-8"): k for a, k in count_anchors.items()}
+        self.blocks = Source(path).blocks(block_size)
+        self.block = b""
+        self.pos = 0  # where in ``block`` the counting has got
+        self.offset = 0  # the file offset of ``block``
+        self.header_left = header_lines
+
+    def upto(self, limit: int | None) -> dict[str, int]:
+        counts = dict.fromkeys(self.anchors.values(), 0)
+        while limit is None or self.offset + self.pos < limit:
+            if self.pos >= len(self.block):
+                block = next(self.blocks, None)
+                if block is None:
+                    break
+                self.offset += len(self.block)
+                self.block, self.pos = block, 0
+                while self.header_left and self.pos < len(block):  # the excerpt header is not log
+                    nl = block.find(b"\n", self.pos)
+                    self.pos = len(block) if nl < 0 else nl + 1
+                    self.header_left -= nl >= 0
+                continue
+            stop = len(self.block) if limit is None else min(len(self.block), limit - self.offset)
+            for a, k in self.anchors.items():
+                counts[k] += count_lines(self.block, a, self.pos, stop)
+            self.pos = stop
+        return counts
