@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "fixtures" / "real"
 SYNTH = ROOT / "fixtures" / "synthetic"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# Outputs are read as a pipe gives them (no terminal width) unless a test sets one: pytest-xdist's
+# workers are started with COLUMNS=80 and LINES=24, and a shell may export COLUMNS, either of which
+# would fit every table and wrap every line the tests compare
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 @contextmanager

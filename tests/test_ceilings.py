@@ -190,6 +190,7 @@ def _bomb(path: Path, kind: str, block: bytes) -> Path:
 @pytest.mark.parametrize("kind", ["gz", "zst"])
 @pytest.mark.parametrize("block", [b"\0", b"no vLLM here, only a line repeated to fill the bomb\n"],
                          ids=["nuls", "lines"])
+@pytest.mark.heavy
 def test_a_compressed_bomb_is_read_in_bounded_memory(tmp_path, kind, block):
     bomb = _bomb(tmp_path / f"bomb.{kind}", kind, block)
     assert bomb.stat().st_size < 2**20  # 192 MiB behind less than a MiB
@@ -223,6 +224,7 @@ def _pack(tmp_path: Path, pattern: str, sample: str) -> Path:
     return path
 
 
+@pytest.mark.heavy
 def test_twelve_adjacent_digit_fields_are_refused_though_their_sample_is_quick(tmp_path):
     """Twelve {d} fields side by side read the 12 digits of their sample one way; a line with 40
     digits there has 10^10 ways to try before it fails (> 60 s)."""
@@ -240,6 +242,7 @@ def test_typed_fields_between_literals_load(tmp_path):
 # -- 18: ledger sql prints at most 1 MiB of one value (SQLite) -----------------------------------------
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("fmt", ["table", "json", "csv"])
 def test_one_huge_value_is_cut_said_and_printed_in_bounded_memory(tmp_path, fmt):
     ledger = str(tmp_path / "l.db")

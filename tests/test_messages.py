@@ -87,6 +87,7 @@ def runtime_log(tmp_path_factory):
     return path
 
 
+@pytest.mark.heavy
 def test_ctrl_c_mid_ingest_says_aborted(db, tmp_path, runtime_log):
     def command(ledger: str) -> list[str]:
         return [sys.executable, "-m", "ledger", "ingest", "--db", ledger, "--year", "2026", str(runtime_log)]

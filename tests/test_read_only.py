@@ -189,6 +189,7 @@ def test_sql_stops_on_ctrl_c(db, cli, tmp_path):
     assert p.returncode != 0 and "Aborted!" in err and "Traceback" not in err
 
 
+@pytest.mark.heavy
 @sqlite_only
 def test_sql_streams_its_rows(db, cli):
     """A million rows go out as they are read: the process stays small (before: the whole
@@ -415,6 +416,7 @@ def test_a_read_command_does_not_upgrade_a_postgresql_ledger(db, cli):
     assert rows(db, "SELECT version_num FROM alembic_version") == [(old,)]
 
 
+@pytest.mark.heavy
 def test_concurrent_upgrades_say_upgraded_once(tmp_path):
     import shutil
 

@@ -107,6 +107,7 @@ def test_a_file_that_ends_mid_line(tmp_path):
     assert not any(f.name == "available_kv_cache_bytes" for b in boots for f in b.facts)  # "9.7" of "9.74" is not read
 
 
+@pytest.mark.heavy
 def test_a_50_mb_single_line(tmp_path):
     line = b"INFO 05-04 01:05:57 [gpu_worker.py:440] Available KV cache memory: 9.74 GiB " + b"x" * (50 * 2**20) + b"\n"
     boots = parse_bytes(tmp_path, line + b"INFO 05-04 01:05:58 [k.py:1] GPU KV cache size: 67,728 tokens\n")
@@ -147,6 +148,7 @@ def _integrity_ok(db: str) -> bool:
     return rows(db, "PRAGMA integrity_check") == [("ok",)]
 
 
+@pytest.mark.heavy
 def test_sigkill_at_random_moments_leaves_the_whole_boot_or_nothing(db, tmp_path, big_log):
     log, samples = big_log
     t = time.perf_counter()
@@ -205,6 +207,7 @@ def test_sigkill_amid_a_file_of_many_boots_leaves_whole_boots_and_the_rerun_stor
 # -- concurrent writers -------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_eight_processes_ingesting_into_one_new_ledger(db):
     logs = [p for p in LOGS if parsers.parse_file(str(p), year=2026)][:16]
     expected = sum(len(parsers.parse_file(str(p), year=2026)) for p in logs)

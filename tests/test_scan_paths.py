@@ -199,6 +199,7 @@ def test_the_scanning_child_reads_runs_of_records_only_when_it_should(tmp_path, 
     assert (sum(len(r.samples) for r in runs), refines) in [(60, "always"), (0, "never")]
 
 
+@pytest.mark.heavy
 def test_a_new_api_server_pid_inside_a_run_of_stats_lines_starts_a_boot(tmp_path, rules):
     """A run of records gathered at once must still split where a restarted server's first
     line is (no banner: the log was cut), and credit the access lines to the right boot."""

@@ -13,6 +13,7 @@ import sys
 import time
 from collections import Counter
 
+import pytest
 from conftest import ROOT
 from dbutil import rows
 from test_watch import _ingested, _rows, _same_as_ingest
@@ -31,6 +32,7 @@ def _runtime_log(tmp_path) -> str:
     return "".join(parts)
 
 
+@pytest.mark.heavy
 def test_kill_9_at_random_moments_then_a_restart_loses_nothing_and_stores_nothing_twice(db, tmp_path):
     rnd = random.Random(26)
     text = _runtime_log(tmp_path)
