@@ -295,3 +295,21 @@ def test_the_boot_to_boot_noise_is_measured_when_the_control_has_two_boots(serve
     assert "vs 133.4 (-2.8 %)" in line["detail"]  # against the control's latest ready boot
     assert "noise ~1.4 % boot to boot (measured over the control's 2 ready boots)" in line["detail"]
     assert "club-3090" not in line["detail"]
+
+
+def test_the_boot_to_boot_noise_reads_only_the_controls_latest_ready_boots(db, cli, monkeypatch):
+    """A control of 100,000 boots made check --against and note --against read every one (44 s)."""
+    import ledger.decode
+    from ledger.db.connect import open_read_only
+
+    ingest(cli, DECODE / "fp8-4x262144-served-136tps.log", "control")
+    ingest(cli, DECODE / "bf16-2x262144-served-129tps.log", "control")
+    ledger_ = open_read_only(db)
+    try:
+        noise, over = ledger.decode._boot_to_boot(ledger_, 1)
+        assert over == "measured over the control's 2 ready boots" and noise > 0
+        monkeypatch.setattr(ledger.decode, "NOISE_BOOTS", 1)
+        noise, over = ledger.decode._boot_to_boot(ledger_, 1)  # one boot read: the prior
+        assert noise == ledger.decode.BOOT_TO_BOOT_PRIOR_PCT and "club-3090" in over
+    finally:
+        ledger_.dispose()
