@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from click.testing import CliRunner
+from serve_pages import serve  # bench/ is on the path: python bench/screenshots.py
 
 from ledger.cli import main
 
@@ -79,28 +77,6 @@ def pages(db: str) -> dict[str, str]:
         "diff-form": "/diff",
         "check": "/check",
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def serve(db: str) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "ledger", "--db", db, "serve", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc.stdout.readline()  # the banner
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, f"http://127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("ledger serve did not start listening")
 
 
 def small_png(path: Path) -> None:
