@@ -117,9 +117,7 @@ def test_an_unreadable_log_is_said_so(folder):
     log = folder / "locked.log"
     log.write_bytes(F008.read_bytes())
     log.chmod(0o600 if os.geteuid() == 0 else 0)
-    readable = folder / F005.name  # a copy the user can read wherever the clone lives
-    readable.write_bytes(F005.read_bytes())
-    readable.chmod(0o644)
+    readable = _readable(folder, F005)
     r = run_as_user("--db", str(folder / "l.db"), "ingest", str(log), str(readable), "--year", "2026")
     assert r.exit_code == 2 and "permission denied" in r.output and "Traceback" not in r.output
     ledger = connect(str(folder / "l.db"), mode="read", create=False)
