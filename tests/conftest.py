@@ -64,6 +64,39 @@ def db(tmp_path, monkeypatch):
         yield url
 
 
+_TEMPLATES: dict[str, Path] = {}
+
+
+@pytest.fixture
+def filled(db, tmp_path_factory):
+    """``filled(name, build)`` makes the test's fresh ledger what ``build(url)`` makes of an empty
+    one, and returns its location. On SQLite ``build`` runs once per worker, into a template
+    ledger whose file is then copied (a schema and an ingest cost far more than a file copy); on
+    PostgreSQL it runs on the test's own database. ``name`` names what ``build`` makes: one name,
+    one build."""
+
+    def fill(name: str, build) -> str:
+        import shutil
+
+        import dbutil
+
+        if dbutil.IS_PG:
+            build(db)
+            return db
+        template = _TEMPLATES.get(name)
+        if template is None:
+            template = tmp_path_factory.mktemp(f"template-{name}") / "ledger.db"
+            build(str(template))
+            dbutil.dispose(str(template))
+            # the copy is the file alone: everything committed must be in it, not in a -wal
+            assert not Path(f"{template}-wal").exists(), f"{template}-wal is left after the build"
+            _TEMPLATES[name] = template
+        shutil.copyfile(template, db)
+        return db
+
+    return fill
+
+
 @pytest.fixture
 def cli():
     from click.testing import CliRunner
