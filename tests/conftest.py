@@ -64,6 +64,17 @@ def db(tmp_path, monkeypatch):
         yield url
 
 
+@pytest.fixture(scope="session")
+def quick_start_run(tmp_path_factory):
+    """The README's quick start run as written (tests/quickstart.py) into a new SQLite ledger, once
+    per worker (test_docs checks what it printed, the doctests read the ledger): the ledger's path
+    and what each of its lines printed."""
+    import quickstart
+
+    path = tmp_path_factory.mktemp("quick-start") / "demo.db"
+    return path, quickstart.fill(str(path))
+
+
 _TEMPLATES: dict[str, Path] = {}
 
 
