@@ -35,3 +35,32 @@ def dispose(db: str) -> None:
     engine = _ENGINES.pop(db, None)
     if engine is not None:
         engine.dispose()
+
+
+# runs ledger commands one after another in this fresh interpreter, as `ledger ARGS` runs each, then
+# prints (last, on stdout) each one's exit code and the top-level modules loaded by then
+_IMPORTS_PROBE = """import json, sys
+from ledger.cli import main
+codes = []
+for args in json.loads(sys.argv[1]):
+    try:
+        main(args, prog_name="ledger")
+        codes.append(0)
+    except SystemExit as exit:
+        codes.append(0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1)
+print("\\n" + json.dumps([codes, sorted({name.split(".")[0] for name in sys.modules})]))
+"""
+
+
+def imports_of(*commands: list[str], cwd: str | None = None) -> tuple[list[int], set[str], str]:
+    """Runs each command (``ledger``'s arguments) in turn in one new Python process: the exit code
+    of each, the top-level modules that process had loaded after the last, and its stderr."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, json.dumps(commands)], capture_output=True,
+                          text=True, check=False, cwd=cwd, timeout=120)
+    assert done.returncode == 0, done.stderr
+    codes, modules = json.loads(done.stdout.splitlines()[-1])
+    return codes, set(modules), done.stderr

@@ -5,18 +5,12 @@ Not timed (``bench/startup.py`` times them)."""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 from conftest import REAL
+from dbutil import imports_of
 
-HEAVY = ("sqlalchemy", "alembic", "pandas", "numpy", "matplotlib")
-# runs one command in a fresh interpreter, then prints the heavy packages it imported
-CODE = ("import sys; from ledger.cli import main\n"
-        "try: main(sys.argv[1:])\n"
-        "except SystemExit as e: assert e.code in (0, 1, None), e.code\n"
-        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
+HEAVY = {"sqlalchemy", "alembic", "pandas", "numpy", "matplotlib"}
 
 READS = [
     ["history"], ["history", "--limit", "3", "--format", "json"], ["history", "--deploy", "fixtures"],
@@ -41,15 +35,17 @@ def fixture_ledger(tmp_path_factory):
     return path
 
 
-def _heavy(*args: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return eval(done.stdout.splitlines()[-1])  # the list printed last
+def _heavy(*args: str) -> set[str]:
+    """The heavy packages ``ledger ARGS`` imported, run in a fresh interpreter (it exits 0, or 1
+    for a check's finding)."""
+    codes, modules, err = imports_of(list(args))
+    assert codes[0] in (0, 1), err
+    return modules & HEAVY
 
 
 @pytest.mark.parametrize("command", READS, ids=lambda c: " ".join(c))
 def test_a_read_command_on_sqlite_imports_no_sqlalchemy(fixture_ledger, command):
-    assert _heavy(*command, "--db", fixture_ledger) == []
+    assert _heavy(*command, "--db", fixture_ledger) == set()
 
 
 def test_a_read_of_an_older_ledger_says_upgrade_without_importing_alembic(tmp_path):
@@ -57,13 +53,9 @@ def test_a_read_of_an_older_ledger_says_upgrade_without_importing_alembic(tmp_pa
 
     old = tmp_path / "old.db"
     shutil.copy(REAL.parent / "ledgers" / "schema-0001-real-boots.db", old)
-    code = ("import sys; from ledger.cli import main\n"
-            "try: main(['history', '--db', sys.argv[1]])\n"
-            "except SystemExit as e: print(e.code)\n"
-            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
-    done = subprocess.run([sys.executable, "-c", code, str(old)], capture_output=True, text=True)
-    assert "run 'ledger db upgrade' first" in done.stderr
-    assert done.stdout.splitlines()[-2:] == ["2", "[]"]
+    codes, modules, err = imports_of(["history", "--db", str(old)])
+    assert "run 'ledger db upgrade' first" in err
+    assert codes == [2] and modules & HEAVY == set()
 
 
 def test_the_migration_scripts_revisions_read_without_alembic_are_alembics():

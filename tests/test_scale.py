@@ -29,11 +29,18 @@ def _first_definitions() -> list[tuple[str, str]]:
     return out
 
 
-@pytest.fixture
-def every_fixture(db, cli):
+def _every_fixture(db: str) -> None:
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
     logs = [str(p) for p in sorted(REAL.glob("*.log"))] + [str(p) for p in sorted(SYNTH.glob("*.log"))]
-    cli("ingest", "--year", "2026", "--label", "fixtures", *logs)
-    return db
+    CliRunner().invoke(main, ["--db", db, "ingest", "--year", "2026", "--label", "fixtures", *logs])
+
+
+@pytest.fixture
+def every_fixture(filled):
+    return filled("every-fixture", _every_fixture)
 
 
 def _as_0007(view: str, row: dict) -> dict:
