@@ -21,6 +21,16 @@ for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_terminal_size_in_childrens_environment():
+    """GNU readline, once imported (pytest's debugging plugin does), sets COLUMNS and LINES in the
+    process's C environment behind ``os.environ``'s back, and a child started without ``env=``
+    inherits them: a run without xdist then fitted its children's tables to 80 columns."""
+    for name in ("COLUMNS", "LINES"):
+        if name not in os.environ:
+            os.unsetenv(name)
+
+
 @contextmanager
 def new_ledger(folder: Path):
     """A fresh, empty ledger's location: a SQLite file in ``folder``; with
