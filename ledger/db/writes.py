@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -350,11 +351,11 @@ def _stamp_sql(year: int) -> tuple[str, str]:
     that moment of ``year`` (plain arithmetic: in a common year the days after February 28 move
     back one, and February 29 is no real date, so its text), any other stamp its text."""
     full = f"('{year:04d}-' || stamp)"  # NULL where the stamp is NULL, as it must be
-    if _seconds(f"{year:04d}-01-01 00:00:00") is None:  # a year _seconds gives no time in: the text
+    start = _year_start(year)
+    if start is None:  # a year _seconds gives no time in: the text only
         text = (f"CASE WHEN typeof(stamp) = 'integer' THEN '{year:04d}-' || strftime('%m-%d %H:%M:%S', "
                 f"stamp + {_epoch(LEAP_YEAR_START)}, 'unixepoch') ELSE {full} END")
         return "NULL", text
-    start = _epoch(dt.datetime(year, 1, 1))
     coded = "typeof(stamp) = 'integer'"
     if calendar.isleap(year):
         return f"CASE WHEN {coded} THEN {start} + stamp END", f"CASE WHEN NOT {coded} THEN {full} END"
@@ -373,14 +374,28 @@ def _sample_row(boot_id: int, sample_id: int, year: int | None, row: tuple) -> t
     """A spooled row (kind, line, stamp, engine, hundredths, *STORED_SERIES) as
     runtime_sample_row stores it."""
     kind, line, stamp, engine, *stored = row
-    stamp = stamp_text(stamp)
     num = text = None
     if year is not None and stamp is not None:
-        text = f"{year:04d}-{stamp}"
-        num = _seconds(text)
-        if num is not None:
-            text = None
+        start = _year_start(year)
+        if type(stamp) is int and start is not None:  # as _stamp_sql: by arithmetic
+            if calendar.isleap(year) or stamp < FEBRUARY_29:
+                num = start + stamp
+            elif stamp >= MARCH_1:
+                num = start - 86400 + stamp
+            else:
+                text = f"{year:04d}-{stamp_text(stamp)}"
+        else:
+            text = f"{year:04d}-{stamp_text(stamp)}"
+            num = _seconds(text)
+            if num is not None:
+                text = None
     return (boot_id, sample_id, kind, line, num, text, engine, *stored)
+
+
+@functools.lru_cache(maxsize=64)
+def _year_start(year: int) -> int | None:
+    """Seconds since 1970 at the start of ``year``; None for a year _seconds gives no time in."""
+    return _seconds(f"{year:04d}-01-01 00:00:00")
 
 
 def _seconds(text: str) -> int | None:
