@@ -11,7 +11,7 @@ import itertools
 import math
 import operator
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ledger import parsers
@@ -107,12 +107,16 @@ class SampleSpool:
             raise RuntimeError("this spool has no Staging: its rows stay in memory")
         return self.staging
 
-    def add(self, samples: list[parsers.RuntimeSample]) -> None:
+    def add(self, samples: Sequence[parsers.RuntimeSample | tuple[Any, ...]]) -> None:
+        """Take a boot's next samples, each a RuntimeSample or already its ``stored_row``."""
         rows, seq, make = self.rows, self.seq, _ROWS
         for sample in samples:
             seq += 1
             kind = sample[0]
-            rows[kind].append(make[kind](seq, sample))
+            if type(sample) is tuple:  # a stored_row: worked out as the log was read
+                rows[kind].append((seq, *sample[1:]))
+            else:
+                rows[kind].append(make[kind](seq, sample))
         self.seq = seq
         self.held += len(samples)
         if self.held >= self.LIMIT and self.staging is not None:
@@ -312,6 +316,12 @@ def _any_row(seq: int, r: parsers.RuntimeSample) -> tuple:
 
 
 _ROWS: dict[str, Any] = {kind: _row_function(kind) for kind in RUNTIME_KINDS}
+
+
+def stored_row(r: parsers.RuntimeSample) -> tuple:
+    """A sample as ``SampleSpool.add`` takes it ready-made (``parsers.items.Store``): its
+    spooled row with its kind where its order among the boot's samples goes."""
+    return _ROWS[r.kind](r.kind, r)
 
 
 def _spool_row(seq: int, r: parsers.RuntimeSample) -> tuple:
