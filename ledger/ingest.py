@@ -5,7 +5,6 @@ the others)."""
 from __future__ import annotations
 
 import bisect
-import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -281,6 +280,8 @@ def commit_at(repo: str, started_at: str | None) -> str | None:
 
 
 def _git(repo: str, *args: str) -> str:
+    import subprocess  # only with --repo: a plain ingest does not load it
+
     try:
         out = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True)
     except FileNotFoundError:

@@ -27,12 +27,9 @@ import functools
 import os
 import re
 import stat
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import parse as parselib
+from typing import TYPE_CHECKING, Any
 
 from . import units
 from .lines import parse_line
@@ -41,6 +38,9 @@ from .source import Source, excerpt_header_end
 from .units import PACK_UNITS
 from .vllm import BUILTIN_RULES
 from .vocabulary import FACTS, is_snake_case_name
+
+if TYPE_CHECKING:  # tomllib and parse load with the first pack: an ingest without one pays neither
+    import parse as parselib
 
 PACK_KEYS = {"name", "description", "rule"}
 RULE_KEYS = {"pattern", "samples", "units", "anchor", "rank_from_prefix", "failure", "shape", "builtin_facts"}
@@ -84,6 +84,8 @@ def _rule_error(path: Path, index: int, msg: str) -> PackError:
 
 
 def load_pack(path: str | Path, origin: str = "--grammar") -> Pack:
+    import tomllib
+
     path = Path(path)
     raw = _read_pack(path)
     try:
@@ -144,6 +146,8 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
     pattern = r.get("pattern")
     if not isinstance(pattern, str) or not pattern.strip():
         raise _rule_error(path, index, "'pattern' is required and must be text")
+    import parse as parselib
+
     try:
         compiled = parselib.compile(pattern, case_sensitive=True)
     except (ValueError, KeyError, re.error, NotImplementedError) as exc:
