@@ -142,8 +142,13 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
             spool = spools[id(boot)] = SampleSpool(staging)
         spool.add(samples)
 
+    unhashed = IdRuns()  # boots stored before the input's sha256 was known: set_source_sha256
+
     def commit() -> None:
         nonlocal weight
+        if source.sha256:  # read to its end by now (a small file's boots commit after it): stored with it
+            for p in group:
+                p.sha256 = p.sha256 or source.sha256
         try:
             store_boots(writer, group)
         finally:
@@ -165,6 +170,8 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
                 continue
             result.stored += 1
             result.ids.add(p.id)
+            if not p.sha256:
+                unhashed.add(p.id)
             if told["deploy"] not in result.deploys:
                 result.deploys.append(told["deploy"])
             if on_stored:
@@ -210,7 +217,7 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
                 p.spool.close()
         staging.close()
     result.sha256 = source.sha256
-    set_source_sha256(writer, result.ids.runs, source.sha256)
+    set_source_sha256(writer, unhashed.runs, source.sha256)  # none left: no transaction
     return result
 
 

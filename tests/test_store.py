@@ -7,7 +7,7 @@ import hashlib
 import sqlite3
 
 import pytest
-from conftest import REAL
+from conftest import REAL, SYNTH
 
 from ledger.db.columns import HEAD_REVISION
 from ledger.db.connect import connect
@@ -305,3 +305,26 @@ def test_a_ledger_opened_to_write_hands_out_a_writer(db):
     finally:
         writer.close()
         ledger.dispose()
+
+
+def test_a_small_file_s_boots_are_stored_with_its_sha256_in_one_transaction(tmp_path):
+    """A file read to its end before its boots are committed (one group) stores them with the
+    file's sha256: no second transaction (a sync of the disk) to set it afterwards."""
+    from ledger.db.connect import open_writer
+    from ledger.db.writes import DeployInfo
+    from ledger.ingest import ingest_file
+
+    log = SYNTH / "journald-restart-capture-oom-then-ready.log"  # two boots
+    writer = open_writer(str(tmp_path / "l.db"))
+    statements: list[str] = []
+    writer.conn.set_trace_callback(statements.append)
+    try:
+        result = ingest_file(writer, str(log), DeployInfo(), year=2026)
+    finally:
+        writer.close()
+    assert result.stored == 2
+    assert [s for s in statements if s in ("COMMIT", "BEGIN IMMEDIATE")] == ["BEGIN IMMEDIATE", "COMMIT"]
+    con = sqlite3.connect(tmp_path / "l.db")
+    sha = hashlib.sha256(log.read_bytes()).hexdigest()
+    assert con.execute("SELECT source_sha256 FROM boot ORDER BY id").fetchall() == [(sha,), (sha,)]
+    con.close()
