@@ -70,7 +70,6 @@ class Parse:
         self.force = force  # read a file that reads as prose (``prose_error``) anyway
         self.not_after = not_after  # see BootAssembler: an inferred year stays before this time
         self.rules = rules = rules or builtin_ruleset()
-        self.scanner = scanner_for(rules, options.engine)
         self.header_lines = 0  # an excerpt header ("# ..." up to "# ---") is not log text
         self.header_counts: dict[str, int] = {}  # counted lines inside it
         self.vllm = False  # whether any line carried vLLM's header, a process prefix or a vllm frame
@@ -79,6 +78,10 @@ class Parse:
         self.progress: Callable[[int], None] | None = None
         self._head_seen = False
         self._stat = os.stat(source.path) if source.plain_file else None  # to see it change while read
+        engine = options.engine
+        if engine is None and self._stat is not None and self._stat.st_size < options.small_file_bytes:
+            engine = "python"  # a boot log: building a faster engine costs more than its scan saves
+        self.scanner = scanner_for(rules, engine)
         large = self._stat is not None and self._stat.st_size >= options.large_file_bytes
         self._in_child = options.fork and large and hasattr(os, "fork") and usable_cores() >= options.fork_min_cores
         if self._in_child:  # the excerpt header must be known before the child's first hit arrives
