@@ -328,3 +328,16 @@ def test_a_small_file_s_boots_are_stored_with_its_sha256_in_one_transaction(tmp_
     sha = hashlib.sha256(log.read_bytes()).hexdigest()
     assert con.execute("SELECT source_sha256 FROM boot ORDER BY id").fetchall() == [(sha,), (sha,)]
     con.close()
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("2026-09-28 21:04:11", 1790629451), ("2024-02-29 00:00:00", 1709164800), ("1969-12-31 23:59:59", -1),
+    # not in the one form the view gives back as it is: no number (the text is kept instead)
+    ("2023-02-29 00:00:00", None), ("2026-09-28T21:04:11", None), ("2026-09-28 21:04:11+00:00", None),
+    ("2026-09-28 21:04:11.5", None), ("2026-9-28 21:04:11", None), ("0999-01-01 00:00:00", None),
+    ("2026-09-28 24:00:00", None), ("2026-09-28 21:04", None), ("2026-09-28 21:04:11Z", None),
+])
+def test_a_sample_s_time_is_a_number_only_in_its_one_printed_form(text, seconds):
+    from ledger.db.writes import _seconds
+
+    assert _seconds(text) == seconds
