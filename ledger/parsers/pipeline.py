@@ -52,7 +52,7 @@ class ParseResult:
     total_lines: int
 
 
-_VLLM_LINE_BYTES = re.compile(VLLM_LINE_SEARCH.pattern.encode("utf-8"))
+_VLLM_LINE_BYTES = re.compile(VLLM_LINE_SEARCH.encode("utf-8"))
 _HEAD_BYTES = 65536
 
 
