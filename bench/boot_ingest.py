@@ -12,11 +12,15 @@ other then this one, each pair on a fresh copy; prints each side's median wall a
 the median of the per-pair ratios (this / other), which a loaded machine skews far less than
 either median.
 
+``--instructions`` (with valgrind installed): the instructions one ingest of the one boot log
+executes, counted by callgrind, for this ledger and ``--against``'s, with ``python -c pass``
+and ``import ledger.cli`` beside them — the same count however loaded the machine is.
+
 ``--phases``: where one ingest of the one boot log spends its time, in process (CPU and wall):
 interpreter start-up, imports, the grammar, starting the parse, opening the ledger, the parse,
 storing the boots, the KV formula's prediction, closing; the rest is click, rendering and exit.
 
-Usage: python bench/boot_ingest.py [--repeat N] [--against PATH/bin/ledger [--pairs N]] [--phases]
+Usage: python bench/boot_ingest.py [--repeat N] [--against PATH/bin/ledger [--pairs N]] [--phases] [--instructions]
        [--ledger PATH/bin/ledger]  (default: the `ledger` on PATH)
 Unset PYTHONDONTWRITEBYTECODE first: without bytecode every run recompiles every module.
 """
@@ -150,6 +154,36 @@ main()
 '''
 
 
+def instructions(ledgers: list[str], log: Path) -> None:
+    """Each ledger's instruction counts under callgrind: start-up alone, the command's imports, one ingest."""
+    valgrind = shutil.which("valgrind") or sys.exit("--instructions needs valgrind (apt-get install valgrind)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def count(cmd: list[str], db: str | None = None) -> int:
+        done = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                              capture_output=True, text=True, env=dict(env, **({"LEDGER_DB": db} if db else {})))
+        for line in done.stderr.splitlines():
+            if "Collected :" in line:
+                return int(line.split(":")[-1].strip())
+        sys.exit(f"callgrind counted nothing: {done.stderr.strip()[-500:]}")
+
+    for ledger in ledgers:
+        python = str(Path(ledger).parent / "python")
+        with tempfile.TemporaryDirectory() as d:
+            template = upgraded_ledger(ledger, d, "template.db")
+            db = os.path.join(d, "run.db")
+            shutil.copy(template, db)
+            subprocess.run([ledger, "ingest", str(log)], env=dict(env, LEDGER_DB=db), capture_output=True,
+                           check=True)  # the bytecode written, as for every later run
+            os.unlink(db)
+            shutil.copy(template, db)
+            bare = count([python, "-P", "-c", "pass"])
+            cli = count([python, "-P", "-c", "import ledger.cli"])
+            ingest = count([python, "-P", ledger, "ingest", str(log)], db)
+        print(f"{ledger}: {ingest / 1e6:.0f} M instructions for the ingest (python -c pass {bare / 1e6:.0f} M, "
+              f"import ledger.cli {cli / 1e6:.0f} M, the ingest beyond that {(ingest - cli) / 1e6:.0f} M)")
+
+
 def phases(ledger: str, log: Path, repeat: int) -> None:
     python = str(Path(ledger).parent / "python")
     runs: list[dict[str, list[float]]] = []
@@ -198,10 +232,13 @@ def main() -> None:
     ap.add_argument("--against", metavar="OTHER", help="another installation's ledger: interleaved pairs")
     ap.add_argument("--pairs", type=int, default=20, help="pairs to run with --against (default 20)")
     ap.add_argument("--phases", action="store_true", help="the one-boot-log ingest's time by phase")
+    ap.add_argument("--instructions", action="store_true", help="instruction counts under valgrind's callgrind")
     args = ap.parse_args()
     ledger = args.ledger or shutil.which("ledger") or sys.exit("install ledger first (pip install .)")
-    if args.against or args.phases:
-        if args.against:
+    if args.against or args.phases or args.instructions:
+        if args.instructions:
+            instructions([x for x in (args.against, ledger) if x], SYNTH)
+        if args.against and (args.phases or not args.instructions):
             pairs(ledger, args.against, args.pairs, SYNTH)
         if args.phases:
             for exe in [x for x in (args.against, ledger) if x]:
