@@ -4,6 +4,7 @@ match the migrations, one transaction per boot."""
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 
 import pytest
@@ -100,6 +101,27 @@ def test_an_ingest_does_not_import_sqlalchemy(tmp_path):
     con = sqlite3.connect(db)
     assert con.execute("SELECT count(*) FROM boot").fetchone() == (2,)
     con.close()
+
+
+def test_a_boot_log_s_ingest_loads_nothing_it_does_not_use(tmp_path):
+    """The ingest of a small plain file with no grammar pack in use loads neither the pack
+    machinery (its TOML reader, `parse`), nor a large file's helpers (the forked scan, grep),
+    nor Hyperscan (a small file's scan builds no database), nor subprocess or strptime."""
+    import subprocess
+    import sys
+
+    unused = ("ledger.parsers.packs", "tomllib", "parse", "ledger.parsers.fast.child", "ledger.parsers.fast.counters",
+              "hyperscan", "re2", "subprocess", "_strptime")
+    code = ("import sys; from ledger.cli import main\n"
+            "try: main(['ingest', '--db', sys.argv[1], '--year', '2026', sys.argv[2]])\n"
+            "except SystemExit as e: assert e.code in (0, None), e.code\n"
+            f"print(sorted(m for m in {unused!r} if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k not in ("LEDGER_GRAMMARS", "XDG_CONFIG_HOME")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # no user packs
+    log = SYNTH / "journald-restart-capture-oom-then-ready.log"
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "l.db"), str(log)], capture_output=True,
+                          text=True, check=True, env=env)
+    assert done.stdout.splitlines()[-1] == "[]"
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import units
 from .lines import parse_line
+from .packdirs import folders
 from .rules import FactRule, FailureRule, Fields, Rule, RuleSet, ShapeRule, sample_problem
 from .source import Source, excerpt_header_end
 from .units import PACK_UNITS
@@ -297,15 +298,7 @@ def _grown_fields(rule: Rule, message: str) -> list[list[str]]:
     return steps if spans else []
 
 
-# -- finding packs ----------------------------------------------------------------------------------
-
-ENV_DIR = "LEDGER_GRAMMARS"
-
-
-def user_dir() -> Path:
-    """``$XDG_CONFIG_HOME/ledger/grammars`` (``~/.config/ledger/grammars``)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "ledger" / "grammars"
+# -- finding packs (the folders: packdirs) ------------------------------------------------------------
 
 
 def bundled(name: str) -> Path | None:
@@ -330,9 +323,8 @@ def discover(explicit: list[str] | tuple[str, ...] = ()) -> list[Pack]:
     for spec in explicit:
         path = resolve(spec)
         packs.append(load_pack(path, "bundled" if path.parent == BUNDLED_DIR else "--grammar"))
-    env = os.environ.get(ENV_DIR)
-    for folder, origin in ((Path(env) if env else None, ENV_DIR), (user_dir(), "user config")):
-        if folder is None or not folder.is_dir():
+    for folder, origin in folders():
+        if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.toml")):
             packs.append(load_pack(path, origin))
