@@ -266,7 +266,7 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
       ledger ingest --force notes.md          # a text that quotes vLLM lines in prose
     """
     from ledger import parsers
-    from ledger.parsers.packs import discover, pack_rules
+    from ledger.parsers.packdirs import packs_in_use
 
     if as_json:
         fmt = "json"
@@ -290,7 +290,12 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
         raise LedgerError("--at-boot-time takes each boot's commit from --repo; leave out --commit")
     commit = _checked_commit(commit)
     _check_image(image)
-    rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
+    if packs_in_use(grammars):
+        from ledger.parsers.packs import discover, pack_rules
+
+        rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
+    else:  # no pack to load: the pack machinery is not imported
+        rules = parsers.builtin_ruleset()
     if container or unit:
         from .origins import container_origin, journal_origin, unit_origin
 

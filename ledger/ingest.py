@@ -5,7 +5,6 @@ the others)."""
 from __future__ import annotations
 
 import bisect
-import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -145,8 +144,13 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
             spool = spools[id(boot)] = SampleSpool(staging)
         spool.add(samples)
 
+    unhashed = IdRuns()  # boots stored before the input's sha256 was known: set_source_sha256
+
     def commit() -> None:
         nonlocal weight
+        if source.sha256:  # read to its end by now (a small file's boots commit after it): stored with it
+            for p in group:
+                p.sha256 = p.sha256 or source.sha256
         try:
             store_boots(writer, group)
         finally:
@@ -168,6 +172,8 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
                 continue
             result.stored += 1
             result.ids.add(p.id)
+            if not p.sha256:
+                unhashed.add(p.id)
             if told["deploy"] not in result.deploys:
                 result.deploys.append(told["deploy"])
             if on_stored:
@@ -214,7 +220,7 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
                 p.spool.close()
         staging.close()
     result.sha256 = source.sha256
-    set_source_sha256(writer, result.ids.runs, source.sha256)
+    set_source_sha256(writer, unhashed.runs, source.sha256)  # none left: no transaction
     return result
 
 
@@ -284,6 +290,8 @@ def commit_at(repo: str, started_at: str | None) -> str | None:
 
 
 def _git(repo: str, *args: str) -> str:
+    import subprocess  # only with --repo: a plain ingest does not load it
+
     try:
         out = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True)
     except FileNotFoundError:

@@ -38,7 +38,7 @@ def dispose(db: str) -> None:
 
 
 # runs ledger commands one after another in this fresh interpreter, as `ledger ARGS` runs each, then
-# prints (last, on stdout) each one's exit code and the top-level modules loaded by then
+# prints (last, on stdout) each one's exit code and the modules loaded by then
 _IMPORTS_PROBE = """import json, sys
 from ledger.cli import main
 codes = []
@@ -48,19 +48,21 @@ for args in json.loads(sys.argv[1]):
         codes.append(0)
     except SystemExit as exit:
         codes.append(0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1)
-print("\\n" + json.dumps([codes, sorted({name.split(".")[0] for name in sys.modules})]))
+print("\\n" + json.dumps([codes, sorted(sys.modules)]))
 """
 
 
-def imports_of(*commands: list[str], cwd: str | None = None) -> tuple[list[int], set[str], str]:
+def imports_of(*commands: list[str], cwd: str | None = None, env: dict[str, str] | None = None,
+               submodules: bool = False) -> tuple[list[int], set[str], str]:
     """Runs each command (``ledger``'s arguments) in turn in one new Python process: the exit code
-    of each, the top-level modules that process had loaded after the last, and its stderr."""
+    of each, the top-level modules that process had loaded after the last (every module's full
+    name with ``submodules``), and its stderr."""
     import json
     import subprocess
     import sys
 
     done = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, json.dumps(commands)], capture_output=True,
-                          text=True, check=False, cwd=cwd, timeout=120)
+                          text=True, check=False, cwd=cwd, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     codes, modules = json.loads(done.stdout.splitlines()[-1])
-    return codes, set(modules), done.stderr
+    return codes, set(modules) if submodules else {name.split(".")[0] for name in modules}, done.stderr

@@ -472,3 +472,35 @@ def test_the_web_view_carries_the_formula_verdict(glm, cli):
 def test_deploy_set_refuses_an_empty_model_name(glm, cli):
     r = cli("deploy", "set", "glm-v", "model= ")
     assert r.exit_code == 2 and "expected a model name" in r.output
+
+
+def test_the_prediction_an_ingest_stores_is_the_one_its_stored_rows_give(db, cli, monkeypatch, tmp_path):
+    """The ingest hands the prediction what it holds of each boot (``writes.known_of``) instead
+    of reading it back: for every fixture, with the models' geometry and the deploys' settings
+    known when it is read, the prediction stored is the one the boot's stored rows give
+    (``record_kv_formula`` reading them, as ``ledger model add`` predicts a boot again)."""
+    from ledger.db.connect import open_writer
+    from ledger.db.formula import record_kv_formula
+    from ledger.db.writes import delete_boots
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setenv("HF_HOME", "")
+    fixtures = formula_table._fixtures()
+    for key, path in fixtures:
+        assert cli("ingest", "--label", f"fx-{key}", str(path)).exit_code == 0
+    for name, folder in formula_table.PRINTED.items():
+        assert cli("model", "add", str(MODELS / folder), "--as", name).exit_code == 0
+    # 008 without its drafter: its SpecDecoding samples decide its prediction
+    assert cli("deploy", "set", "fx-008", f"model={QWEN_27B}", "tensor_parallel_size=2").exit_code == 0
+    assert cli("deploy", "set", "fx-209", f"model={GLM}").exit_code == 0
+    with open_writer(db) as writer:  # the boots go, their deploys and settings stay: read again
+        delete_boots(writer, [r["id"] for r in dict_rows(db, "SELECT id FROM boot")])
+    for key, path in fixtures:
+        assert cli("ingest", "--label", f"fx-{key}", str(path)).exit_code == 0
+    stored = dict_rows(db, "SELECT * FROM kv_formula_prediction ORDER BY boot_id")
+    assert {r["status"] for r in stored} == {"predicted", "unsupported", "insufficient"}
+    assert any((r["reason"] or "").startswith("the log prints SpecDecoding metrics") for r in stored)
+    with open_writer(db) as writer, writer.transaction() as cur:
+        for row in stored:
+            record_kv_formula(writer, cur, row["boot_id"])
+    assert dict_rows(db, "SELECT * FROM kv_formula_prediction ORDER BY boot_id") == stored

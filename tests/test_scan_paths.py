@@ -52,6 +52,24 @@ def test_the_fastest_installed_engine_is_the_default(rules):
     assert LineScanner(rules.anchors, rules.count_anchors).engine == "hyperscan"
 
 
+def _engine_of(path, options=None):
+    parse = parsers.start(str(path), year=2026, **({"options": options} if options else {}))
+    parse.close()
+    return parse.scanner.engine
+
+
+def test_a_small_plain_file_is_scanned_by_the_python_engine_unless_one_is_named(tmp_path):
+    """Building Hyperscan's database costs a boot log more than its scan saves
+    (``ScanOptions.small_file_bytes``); a named engine is the one used, and a larger file gets
+    the fastest installed."""
+    log = ROOT / "fixtures" / "synthetic" / "journald-restart-capture-oom-then-ready.log"
+    assert _engine_of(log) == "python"
+    assert _engine_of(log, ScanOptions(engine="hyperscan")) == "hyperscan"
+    big = tmp_path / "big.log"
+    big.write_bytes(log.read_bytes() * (ScanOptions().small_file_bytes // log.stat().st_size + 1))
+    assert _engine_of(big) == "hyperscan"
+
+
 def event_lines(engine, rules, block):
     """(line, anchor texts) of each event line the engine finds in one block."""
     scanner = LineScanner(rules.anchors, rules.count_anchors, engine)

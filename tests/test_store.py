@@ -4,10 +4,11 @@ match the migrations, one transaction per boot."""
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 
 import pytest
-from conftest import REAL
+from conftest import REAL, SYNTH
 from dbutil import imports_of
 
 from ledger.db.columns import HEAD_REVISION
@@ -95,6 +96,21 @@ def test_an_ingest_does_not_import_sqlalchemy(tmp_path):
     con = sqlite3.connect(db)
     assert con.execute("SELECT count(*) FROM boot").fetchone() == (2,)
     con.close()
+
+
+def test_a_boot_log_s_ingest_loads_nothing_it_does_not_use(tmp_path):
+    """The ingest of a small plain file with no grammar pack in use loads neither the pack
+    machinery (its TOML reader, `parse`), nor a large file's helpers (the forked scan, grep),
+    nor Hyperscan (a small file's scan builds no database), nor subprocess or strptime."""
+    unused = {"ledger.parsers.packs", "tomllib", "parse", "ledger.parsers.fast.child", "ledger.parsers.fast.counters",
+              "hyperscan", "re2", "subprocess", "_strptime"}
+    env = {k: v for k, v in os.environ.items() if k not in ("LEDGER_GRAMMARS", "XDG_CONFIG_HOME")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # no user packs
+    log = SYNTH / "journald-restart-capture-oom-then-ready.log"
+    codes, loaded, err = imports_of(["ingest", "--db", str(tmp_path / "l.db"), "--year", "2026", str(log)],
+                                    env=env, submodules=True)
+    assert codes == [0], err
+    assert loaded & unused == set()
 
 
 @pytest.fixture
@@ -300,3 +316,39 @@ def test_a_ledger_opened_to_write_hands_out_a_writer(db):
     finally:
         writer.close()
         ledger.dispose()
+
+
+def test_a_small_file_s_boots_are_stored_with_its_sha256_in_one_transaction(tmp_path):
+    """A file read to its end before its boots are committed (one group) stores them with the
+    file's sha256: no second transaction (a sync of the disk) to set it afterwards."""
+    from ledger.db.connect import open_writer
+    from ledger.db.writes import DeployInfo
+    from ledger.ingest import ingest_file
+
+    log = SYNTH / "journald-restart-capture-oom-then-ready.log"  # two boots
+    writer = open_writer(str(tmp_path / "l.db"))
+    statements: list[str] = []
+    writer.conn.set_trace_callback(statements.append)
+    try:
+        result = ingest_file(writer, str(log), DeployInfo(), year=2026)
+    finally:
+        writer.close()
+    assert result.stored == 2
+    assert [s for s in statements if s in ("COMMIT", "BEGIN IMMEDIATE")] == ["BEGIN IMMEDIATE", "COMMIT"]
+    con = sqlite3.connect(tmp_path / "l.db")
+    sha = hashlib.sha256(log.read_bytes()).hexdigest()
+    assert con.execute("SELECT source_sha256 FROM boot ORDER BY id").fetchall() == [(sha,), (sha,)]
+    con.close()
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("2026-09-28 21:04:11", 1790629451), ("2024-02-29 00:00:00", 1709164800), ("1969-12-31 23:59:59", -1),
+    # not in the one form the view gives back as it is: no number (the text is kept instead)
+    ("2023-02-29 00:00:00", None), ("2026-09-28T21:04:11", None), ("2026-09-28 21:04:11+00:00", None),
+    ("2026-09-28 21:04:11.5", None), ("2026-9-28 21:04:11", None), ("0999-01-01 00:00:00", None),
+    ("2026-09-28 24:00:00", None), ("2026-09-28 21:04", None), ("2026-09-28 21:04:11Z", None),
+])
+def test_a_sample_s_time_is_a_number_only_in_its_one_printed_form(text, seconds):
+    from ledger.db.writes import _seconds
+
+    assert _seconds(text) == seconds

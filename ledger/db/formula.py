@@ -3,13 +3,17 @@ transaction that writes the boot, or that brings its model's geometry), and ``mo
 rows (``ledger model add``, or a config.json found read-only on this machine at ingest).
 
 The arithmetic is ``ledger.formula`` (pure); this module reads the boot's printed inputs back
-with SQL in the caller's transaction, so the prediction sees exactly what the views see.
+with SQL in the caller's transaction, so the prediction sees exactly what the views see.  The
+writer storing a boot hands over what it holds of it already (``Known``: its shape values, the
+facts the prediction looks at, its runtime samples' count), so only what the views derive and the
+deploy's settings are read back.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from ledger import formula as f
@@ -19,7 +23,7 @@ from .writer import Writer
 
 GEOMETRY_COLUMNS = ("name", "layout", "architecture", "layers", "attn_layers", "num_kv_heads", "head_size",
                     "mamba_layers", "model_dtype", "unsupported", "figures", "source", "config_sha256", "added_at")
-_SHAPE_KEYS = ("pipeline_parallel_size", "dtype", "decode_context_parallel_size", "num_gpu_blocks_override",
+SHAPE_KEYS = ("pipeline_parallel_size", "dtype", "decode_context_parallel_size", "num_gpu_blocks_override",
                "speculative_config")
 
 
@@ -43,10 +47,27 @@ def _int(value: Any) -> int | None:
     return number if number is None or abs(number) <= _LARGEST_SHAPE else None
 
 
-def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, list[str]]:
+BUDGET_FACTS = ("available_kv_cache_bytes", "kv_cache_reserved_bytes")  # whose processes tell the TP
+
+
+@dataclass
+class Known:
+    """What the writer of a boot holds of it in memory, as ``boot_inputs`` would read it back:
+    the boot's ``SHAPE_KEYS`` shape values (as ``shape.value_text``), the least
+    ``max_concurrency_tokens`` fact, the process and rank of each ``BUDGET_FACTS`` fact, whether
+    an args dump or the engine config line was read, and its ``spec_decode`` samples."""
+
+    shape: dict[str, str | None] = field(default_factory=dict)
+    concurrency_tokens: float | None = None
+    budget_processes: list[tuple[str | None, int | None]] = field(default_factory=list)
+    args_printed: bool = False
+    spec_decode_samples: int = 0
+
+
+def boot_inputs(writer: Writer, cur: Any, boot_id: int, known: Known | None = None) -> tuple[f.BootInputs, list[str]]:
     """What the boot printed that the prediction takes, and what was taken from elsewhere: the
     deploy's ``model``, ``tensor_parallel_size`` and ``speculative_method`` settings, for a log
-    that prints none."""
+    that prints none.  ``known``: what the boot's writer holds of it, not read again."""
     q = writer.mark
     cur.execute("SELECT model, engine_version, kv_cache_dtype, tensor_parallel_size, block_size, max_model_len, "
                 f"kv_budget_bytes, kv_budget_source, kv_budget_precision_bytes, kv_cache_tokens, deploy_id "
@@ -55,13 +76,12 @@ def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, l
     if row is None:
         return f.BootInputs(), []
     model, version, kv_dtype, tp, bs, L, budget, source, prec, tokens, deploy = row
-    cur.execute(f'SELECT "key", value_text FROM shape WHERE boot_id = {q} AND "key" IN '
-                f"({', '.join([q] * len(_SHAPE_KEYS))})", (boot_id, *_SHAPE_KEYS))
-    shape = dict(cur.fetchall())
+    if known is None:
+        known = _read_known(writer, cur, boot_id)
+    shape = known.shape
     notes = []
     if not L:  # "Maximum concurrency for N tokens per request" prints the length it divides by
-        cur.execute(f"SELECT MIN(value) FROM fact WHERE boot_id = {q} AND name = 'max_concurrency_tokens'", (boot_id,))
-        L = cur.fetchone()[0]
+        L = known.concurrency_tokens
     # what the log does not print, a deploy setting may state (``ledger deploy set``); the log comes first
     cur.execute(f"SELECT \"key\", value FROM deploy_setting WHERE deploy_id = {q} AND \"key\" IN "
                 f"({', '.join([q] * len(FORMULA_SETTINGS))})", (deploy, *FORMULA_SETTINGS))
@@ -69,13 +89,6 @@ def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, l
     if not model and stated.get("model"):
         model = stated["model"]
         notes.append("model not printed: the deploy's model setting")
-    cur.execute(f"SELECT process, rank FROM fact WHERE boot_id = {q} AND name IN "
-                "('available_kv_cache_bytes', 'kv_cache_reserved_bytes')", (boot_id,))
-    processes = [(p, r) for p, r in cur.fetchall()]
-    cur.execute(f"SELECT COUNT(*) FROM shape WHERE boot_id = {q} AND source IN ('args', 'engine_config')", (boot_id,))
-    args_printed = cur.fetchone()[0] > 0
-    cur.execute(f"SELECT spec_decode FROM boot_runtime WHERE boot_id = {q}", (boot_id,))
-    runtime = cur.fetchone()
     inputs = f.BootInputs(
         model=model, engine_version=version, kv_cache_dtype=kv_dtype, dtype=shape.get("dtype"),
         tensor_parallel_size=_int(tp), pipeline_parallel_size=_int(shape.get("pipeline_parallel_size")),
@@ -83,11 +96,29 @@ def boot_inputs(writer: Writer, cur: Any, boot_id: int) -> tuple[f.BootInputs, l
         max_model_len=_int(L), budget_bytes=budget, budget_source=source, budget_precision_bytes=prec,
         num_gpu_blocks_override=_int(shape.get("num_gpu_blocks_override")),
         speculative=shape.get("speculative_config"), v1_tokens_printed=tokens is not None,
-        args_printed=args_printed, budget_processes=processes,
+        args_printed=known.args_printed, budget_processes=known.budget_processes,
         stated_tensor_parallel_size=_int(stated.get("tensor_parallel_size")),
         stated_speculative_method=stated.get("speculative_method"),
-        spec_decode_samples=(runtime[0] or 0) if runtime else 0)
+        spec_decode_samples=known.spec_decode_samples)
     return inputs, notes
+
+
+def _read_known(writer: Writer, cur: Any, boot_id: int) -> Known:
+    """``Known`` of a stored boot, read back (a boot predicted again, or one ``ledger copy`` wrote)."""
+    q = writer.mark
+    cur.execute(f'SELECT "key", value_text FROM shape WHERE boot_id = {q} AND "key" IN '
+                f"({', '.join([q] * len(SHAPE_KEYS))})", (boot_id, *SHAPE_KEYS))
+    shape = dict(cur.fetchall())
+    cur.execute(f"SELECT MIN(value) FROM fact WHERE boot_id = {q} AND name = 'max_concurrency_tokens'", (boot_id,))
+    concurrency = cur.fetchone()[0]
+    cur.execute(f"SELECT process, rank FROM fact WHERE boot_id = {q} AND name IN "
+                f"({', '.join([q] * len(BUDGET_FACTS))})", (boot_id, *BUDGET_FACTS))
+    processes = [(p, r) for p, r in cur.fetchall()]
+    cur.execute(f"SELECT COUNT(*) FROM shape WHERE boot_id = {q} AND source IN ('args', 'engine_config')", (boot_id,))
+    args_printed = cur.fetchone()[0] > 0
+    cur.execute(f"SELECT spec_decode FROM boot_runtime WHERE boot_id = {q}", (boot_id,))
+    runtime = cur.fetchone()
+    return Known(shape, concurrency, processes, args_printed, (runtime[0] or 0) if runtime else 0)
 
 
 def geometry_for(writer: Writer, cur: Any, model: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
@@ -133,10 +164,11 @@ def put_geometry(writer: Writer, cur: Any, name: str, figures: dict[str, Any], s
                 tuple(row[c] for c in GEOMETRY_COLUMNS))
 
 
-def record_kv_formula(writer: Writer, cur: Any, boot_id: int) -> None:
+def record_kv_formula(writer: Writer, cur: Any, boot_id: int, known: Known | None = None) -> None:
     """The boot's prediction from its model's geometry (replacing any it had), in the caller's
-    transaction: the one that writes the boot, or that changes its model's geometry."""
-    inputs, notes = boot_inputs(writer, cur, boot_id)
+    transaction: the one that writes the boot, or that changes its model's geometry.
+    ``known``: what the boot's writer holds of it (``boot_inputs``)."""
+    inputs, notes = boot_inputs(writer, cur, boot_id, known)
     name, figures, problem = geometry_for(writer, cur, inputs.model) if inputs.model else (None, None, None)
     p = f.predict(inputs, name, figures)
     if problem and p.status == "insufficient":

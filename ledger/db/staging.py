@@ -230,11 +230,11 @@ def stamp_code(stamp: str | None) -> int | str | None:
     assert stamp is not None
     code = stamp
     text = "2000-" + stamp
-    try:
-        when = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+    try:  # ISO 8601 held to the one printed form, as writes._seconds reads it (no strptime loaded)
+        when = dt.datetime.fromisoformat(text)
     except ValueError:
         when = None
-    if when is not None and when.strftime("%Y-%m-%d %H:%M:%S") == text:
+    if when is not None and when.tzinfo is None and when.strftime("%Y-%m-%d %H:%M:%S") == text:
         code = (when - LEAP_YEAR_START) // dt.timedelta(seconds=1)
     if len(_STAMPS) >= _STAMPS_HELD:
         _STAMPS.clear()

@@ -21,7 +21,7 @@ from ledger import parsers
 from ..errors import LedgerError
 from ..settings import FORMULA_SETTINGS
 from .columns import COLUMNS
-from .formula import record_kv_formula, repredict_deploy
+from .formula import BUDGET_FACTS, SHAPE_KEYS, Known, record_kv_formula, repredict_deploy
 from .staging import (
     FEBRUARY_29,
     KIND_CODES,
@@ -201,16 +201,29 @@ def is_stored(writer: Writer, cur: Any, content_sha256: str) -> bool:
 
 
 def insert_boot(writer: Writer, cur: Any, deploy: int, boot: dict[str, Any], shape: list[tuple], facts: list[tuple],
-                failures: list[tuple]) -> int:
+                failures: list[tuple], predict: bool = True) -> int:
     """A boot row and its shape, fact and failure rows (each in its table's column order but the
     boot id), and what its group's KV reference needs; the new boot's id.  Its runtime samples
-    follow (``store_samples``)."""
+    follow (``store_samples``).  ``predict=False``: the caller records the KV formula's
+    prediction itself, once the samples are stored."""
     bid = writer.insert(cur, "boot", {"deploy_id": deploy, **boot})
     for table, rows in (("shape", shape), ("fact", facts), ("failure", failures)):
         writer.insert_many(cur, table, ["boot_id", *CHILD_COLUMNS[table]], [(bid, *row) for row in rows])
     record_kv_candidate(writer, cur, bid)
-    record_kv_formula(writer, cur, bid)  # its KV tokens from its model's geometry (ledger.formula)
+    if predict:
+        record_kv_formula(writer, cur, bid)  # its KV tokens from its model's geometry (ledger.formula)
     return bid
+
+
+def known_of(boot: parsers.Boot, spec_decode_samples: int) -> Known:
+    """What the KV formula takes from a boot, from the parsed boot its rows are written from
+    (``_boot_rows``): as the prediction would read it back from them."""
+    shape = {v.key: plain_text(v.value) for v in boot.shape.values() if v.key in SHAPE_KEYS}
+    concurrency = [float(f.value) for f in boot.facts if f.name == "max_concurrency_tokens"]
+    return Known(shape=shape, concurrency_tokens=min(concurrency) if concurrency else None,
+                 budget_processes=[(f.process, f.rank) for f in boot.facts if f.name in BUDGET_FACTS],
+                 args_printed=any(v.source in ("args", "engine_config") for v in boot.shape.values()),
+                 spec_decode_samples=spec_decode_samples)
 
 
 def _boot_rows(boot: parsers.Boot, source_path: str, sha256: str | None) -> tuple[dict[str, Any], list, list, list]:
@@ -260,7 +273,7 @@ def _store_boot_once(writer: Writer, cur: Any, boot: parsers.Boot, source_path: 
     deploy = deploy_id(writer, cur, info.identity(), {
         "commit_sha": info.commit, "image_digest": info.image, "label": info.label, "dirty": info.dirty,
         "created_at": _now()}, info.label, info.relabel)
-    bid = insert_boot(writer, cur, deploy, row, shape, facts, failures)
+    bid = insert_boot(writer, cur, deploy, row, shape, facts, failures, predict=False)
     if origin:
         writer.insert_many(cur, "boot_origin", ["boot_id", "key", "value"],
                            [(bid, key, value) for key, value in origin.items()])
@@ -269,7 +282,9 @@ def _store_boot_once(writer: Writer, cur: Any, boot: parsers.Boot, source_path: 
     samples = SampleSpool()
     samples.add(boot.runtime)  # samples the parser kept (no sink)
     spools = [(spool, attached)] if spool is not None else []
-    store_samples(writer, cur, bid, [*spools, (samples, False)], year)
+    speculated = store_samples(writer, cur, bid, [*spools, (samples, False)], year, predict=False)
+    # its KV tokens from its model's geometry (ledger.formula), once: with its samples counted
+    record_kv_formula(writer, cur, bid, known_of(boot, speculated))
     return bid
 
 
@@ -402,10 +417,12 @@ def _seconds(text: str) -> int | None:
     """``YYYY-MM-DD HH:MM:SS`` as seconds since 1970 (what SQLite's strftime('%s') gives), or
     None for a text the view would not give back as it is."""
     try:
-        when = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+        # read as ISO 8601, then held to the one form: what strptime("%Y-%m-%d %H:%M:%S") and
+        # this check accepted, without loading strptime (its module and regexes, 2 ms of an ingest)
+        when = dt.datetime.fromisoformat(text)
     except ValueError:
         return None
-    if when.strftime("%Y-%m-%d %H:%M:%S") != text:
+    if when.tzinfo is not None or when.strftime("%Y-%m-%d %H:%M:%S") != text:
         return None
     return (when - _EPOCH) // dt.timedelta(seconds=1)
 
@@ -485,15 +502,18 @@ def record_kv_candidate(writer: Writer, cur: Any, boot_id: int) -> None:
 
 
 def store_samples(writer: Writer, cur: Any, boot_id: int, spools: list[tuple[SampleSpool, bool]],
-                  year: str | None) -> None:
+                  year: str | None, predict: bool = True) -> int:
     """A new boot's runtime samples, spool after spool (each: whether it is staged on the
-    writer's connection), and its ``boot_runtime`` row."""
+    writer's connection), and its ``boot_runtime`` row; its ``spec_decode`` samples.
+    ``predict=False``: the caller records the KV formula's prediction itself."""
     first_id = next_id = _next_sample_id(writer, cur)
     for spool, attached in spools:
         next_id = _insert_samples(writer, cur, boot_id, spool, year, attached, next_id)
     _record_runtime(writer, cur, boot_id, [s for s, _ in spools], first_id, next_id)
-    if any(s.counts()["spec_decode"] for s, _ in spools):
+    speculated = sum(s.counts()["spec_decode"] for s, _ in spools)
+    if predict and speculated:
         record_kv_formula(writer, cur, boot_id)  # the boot speculates: the formula must know (ledger.formula)
+    return speculated
 
 
 def set_source_sha256(writer: Writer, runs: list[list[int]], sha256: str) -> None:

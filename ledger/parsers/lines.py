@@ -191,9 +191,10 @@ VLLM_FRAME = r'(?:File "?|\[)[^\s"\]]*/vllm/[^\s"\]]*\.py(?:", line \d+|:\d+, in
 
 # A cheap test used before building Line objects: does a block hold any vLLM line at all (a
 # header, a process prefix as on traceback and tqdm lines, or a frame of vLLM's code in a bare
-# traceback)?  Message-only text is told by its wordings instead (``Parse``).
-VLLM_LINE_SEARCH = re.compile(_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^)]*)?\)|"
-                              + VLLM_FRAME)
+# traceback)?  Message-only text is told by its wordings instead (``Parse``).  The pattern's
+# text: the readers compile it for bytes, and nothing compiles it for text at every start-up.
+VLLM_LINE_SEARCH = (_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^)]*)?\)|"
+                    + VLLM_FRAME)
 
 
 # The shape nearly every line of a served log has, "(APIServer pid=1) INFO 10-01 09:00:10

@@ -26,7 +26,7 @@ from .pipeline import builtin_ruleset
 from .rules import RuleSet, RuntimeSample
 from .vllm import vllm_own_wording
 
-_VLLM_LINE_BYTES = re.compile(VLLM_LINE_SEARCH.pattern.encode("utf-8"))
+_VLLM_LINE_BYTES = re.compile(VLLM_LINE_SEARCH.encode("utf-8"))
 _HEADER_LINES = 200  # as source.excerpt_header_end: a header is closed within this many lines
 
 

@@ -27,20 +27,21 @@ import functools
 import os
 import re
 import stat
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import parse as parselib
+from typing import TYPE_CHECKING, Any
 
 from . import units
 from .lines import parse_line
+from .packdirs import folders
 from .rules import FactRule, FailureRule, Fields, Rule, RuleSet, ShapeRule, sample_problem
 from .source import Source, excerpt_header_end
 from .units import PACK_UNITS
 from .vllm import BUILTIN_RULES
 from .vocabulary import FACTS, is_snake_case_name
+
+if TYPE_CHECKING:  # tomllib and parse load with the first pack: an ingest without one pays neither
+    import parse as parselib
 
 PACK_KEYS = {"name", "description", "rule"}
 RULE_KEYS = {"pattern", "samples", "units", "anchor", "rank_from_prefix", "failure", "shape", "builtin_facts"}
@@ -84,6 +85,8 @@ def _rule_error(path: Path, index: int, msg: str) -> PackError:
 
 
 def load_pack(path: str | Path, origin: str = "--grammar") -> Pack:
+    import tomllib
+
     path = Path(path)
     raw = _read_pack(path)
     try:
@@ -144,6 +147,8 @@ def _load_rule(path: Path, pack: str, index: int, r: Any) -> Rule:
     pattern = r.get("pattern")
     if not isinstance(pattern, str) or not pattern.strip():
         raise _rule_error(path, index, "'pattern' is required and must be text")
+    import parse as parselib
+
     try:
         compiled = parselib.compile(pattern, case_sensitive=True)
     except (ValueError, KeyError, re.error, NotImplementedError) as exc:
@@ -293,15 +298,7 @@ def _grown_fields(rule: Rule, message: str) -> list[list[str]]:
     return steps if spans else []
 
 
-# -- finding packs ----------------------------------------------------------------------------------
-
-ENV_DIR = "LEDGER_GRAMMARS"
-
-
-def user_dir() -> Path:
-    """``$XDG_CONFIG_HOME/ledger/grammars`` (``~/.config/ledger/grammars``)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "ledger" / "grammars"
+# -- finding packs (the folders: packdirs) ------------------------------------------------------------
 
 
 def bundled(name: str) -> Path | None:
@@ -326,9 +323,8 @@ def discover(explicit: list[str] | tuple[str, ...] = ()) -> list[Pack]:
     for spec in explicit:
         path = resolve(spec)
         packs.append(load_pack(path, "bundled" if path.parent == BUNDLED_DIR else "--grammar"))
-    env = os.environ.get(ENV_DIR)
-    for folder, origin in ((Path(env) if env else None, ENV_DIR), (user_dir(), "user config")):
-        if folder is None or not folder.is_dir():
+    for folder, origin in folders():
+        if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.toml")):
             packs.append(load_pack(path, origin))

@@ -13,13 +13,11 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .boots import Boot, BootAssembler
-from .fast.child import ChildScan
-from .fast.counters import GREP, GrepCounts, RangeCounter, recount
 from .fast.options import DEFAULT, ScanOptions
 from .fast.runs import gather_runs, line_hits
 from .fast.scanner import Hit, scanner_for
@@ -28,6 +26,10 @@ from .lines import VLLM_LINE_SEARCH, Line
 from .rules import Event, Kind, Rule, RuleSet, RuntimeSample
 from .source import Source, SourceError, excerpt_header_end, looks_binary
 from .vllm import BUILTIN_RULES, vllm_own_wording
+
+if TYPE_CHECKING:  # a large plain file's helpers: loaded only for one (a boot log is read without them)
+    from .fast.child import ChildScan
+    from .fast.counters import GrepCounts, RangeCounter
 
 _BUILTIN: RuleSet | None = None
 
@@ -50,7 +52,7 @@ class ParseResult:
     total_lines: int
 
 
-_VLLM_LINE_BYTES = re.compile(VLLM_LINE_SEARCH.pattern.encode("utf-8"))
+_VLLM_LINE_BYTES = re.compile(VLLM_LINE_SEARCH.encode("utf-8"))
 _HEAD_BYTES = 65536
 
 
@@ -71,7 +73,6 @@ class Parse:
         self.force = force  # read a file that reads as prose (``prose_error``) anyway
         self.not_after = not_after  # see BootAssembler: an inferred year stays before this time
         self.rules = rules = rules or builtin_ruleset()
-        self.scanner = scanner_for(rules, options.engine)
         self.header_lines = 0  # an excerpt header ("# ..." up to "# ---") is not log text
         self.header_counts: dict[str, int] = {}  # counted lines inside it
         self.vllm = False  # whether any line carried vLLM's header, a process prefix or a vllm frame
@@ -80,15 +81,21 @@ class Parse:
         self.progress: Callable[[int], None] | None = None
         self._head_seen = False
         self._stat = os.stat(source.path) if source.plain_file else None  # to see it change while read
+        engine = options.engine
+        if engine is None and self._stat is not None and self._stat.st_size < options.small_file_bytes:
+            engine = "python"  # a boot log: building a faster engine costs more than its scan saves
+        self.scanner = scanner_for(rules, engine)
         large = self._stat is not None and self._stat.st_size >= options.large_file_bytes
         self._in_child = options.fork and large and hasattr(os, "fork") and usable_cores() >= options.fork_min_cores
         if self._in_child:  # the excerpt header must be known before the child's first hit arrives
             with open(source.path, "rb") as f:
                 self._inspect_head(f.read(_HEAD_BYTES))
         # counts come from grep for a plain file; the Python counter otherwise (pipes, .gz, .zst)
-        self.counts_after_scan = bool(options.grep and large and rules.count_anchors and GREP)
+        self.counts_after_scan = bool(options.grep and large and rules.count_anchors and _grep())
         self.child: ChildScan | None = None
         if self._in_child:  # first: the scan is what the ingest waits for
+            from .fast.child import ChildScan
+
             self.child = ChildScan(self._scan, finish=lambda: (self.vllm, source.sha256, source.size, source.long_lines),
                                    position=lambda: source.size, path=source.path, refine=self._runs,
                                    refines=options.child_refines)
@@ -96,6 +103,8 @@ class Parse:
         self._ranges: RangeCounter | None = None  # counts boot by boot, once a second boot began
         try:
             if self.counts_after_scan:
+                from .fast.counters import GrepCounts
+
                 self.grep = GrepCounts(source.path, rules.count_anchors)
         except BaseException:
             self.close()  # no child left behind
@@ -202,6 +211,8 @@ class Parse:
             header = self.header_counts
             return CountTotals([{k: totals.get(k, 0) - header.get(k, 0) for k in ("access", "request")}])
         if self._ranges is None:
+            from .fast.counters import recount
+
             return CountTotals(recount(self.source.path, self.rules.count_anchors,
                                        [b.first_offset for b in assembler.held[1:]], self.header_lines,
                                        self.options.block_size))
@@ -215,6 +226,8 @@ class Parse:
         if self._ranges is None:
             if self.grep is not None:
                 self.grep.stop()
+            from .fast.counters import RangeCounter
+
             self._ranges = RangeCounter(self.source.path, self.rules.count_anchors, self.header_lines,
                                         self.options.block_size)
         self._check_unchanged(final=False)
@@ -322,6 +335,13 @@ def prose_error(display: str, quotes: int) -> str:
     return f"{display}: reads as prose quoting {quotes} vLLM {lines}, not a log; `--force` to read it anyway"
 
 
+def _grep() -> str | None:
+    """grep's path (``fast.counters.GREP``), asked only for a large file."""
+    from .fast.counters import GREP
+
+    return GREP
+
+
 def usable_cores() -> int:
     """The cores this process may run on (its CPU affinity, e.g. under `taskset`), else the
     machine's."""
@@ -380,6 +400,8 @@ def parse_file(path: str, rules: RuleSet | None = None, year: int | None = None,
 
 def parse_text(text: str, rules: RuleSet | None = None, year: int | None = None) -> list[Boot]:
     """Parse log text already in memory (tests, notebooks)."""
+    import tempfile
+
     # Source reads bytes; a spooled temp file keeps one code path for text and files
     with tempfile.NamedTemporaryFile("wb", suffix=".log", delete=False) as f:
         f.write(text.encode("utf-8"))

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, NamedTuple
 
-import parse as parselib
-
 from . import units
 from .lines import PLAIN_GROUPS, PLAIN_SHAPE, Line, parse_line, plain_candidate
 from .vocabulary import RUNTIME_KIND_SERIES, Phase
@@ -154,6 +152,31 @@ def _line_reader(kind: str, groups: Mapping[str, int], figures: Mapping[str, Cal
     return read
 
 
+class LazyPattern:
+    """A regex compiled the first time it is used: what an extractor reads out of a rare line
+    (an OOM's figures, a failure's) need not be compiled by every ingest's start-up, where the
+    built-in grammar's module-level patterns took 15 ms.  ``search`` and ``match`` as a
+    compiled pattern's."""
+
+    __slots__ = ("_rx", "pattern")
+
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self._rx: re.Pattern[str] | None = None
+
+    def compiled(self) -> re.Pattern[str]:
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(self.pattern)
+        return rx
+
+    def search(self, string: str) -> re.Match[str] | None:
+        return self.compiled().search(string)
+
+    def match(self, string: str) -> re.Match[str] | None:
+        return self.compiled().match(string)
+
+
 @dataclass(frozen=True)
 class FastShape:
     """The one exact shape of a runtime record that a served log holds by the million: a regex for
@@ -246,6 +269,8 @@ class Rule:
         if self.pattern is None:
             self._compiled = None
         elif self.syntax == "parse":
+            import parse as parselib  # only grammar packs write `parse` formats: not loaded without one
+
             self._compiled = parselib.compile(self.pattern, case_sensitive=True)
         else:
             self._compiled = re.compile(self.pattern)
@@ -509,14 +534,21 @@ class RuleSet:
         for rule in self.rules:
             self.anchors.setdefault(rule.anchor, []).append(rule)
         self.count_anchors: dict[str, str] = {r.anchor: r.counter for r in self.count_rules}
+        self.order = {id(r): i for i, r in enumerate(self.rules)}
+
+    @functools.cached_property
+    def _anchor_index(self) -> tuple[re.Pattern[str], dict[str, list[Rule]]]:
+        """``rules_for``'s regex of every anchor and what each anchor calls for — built on first
+        use: the scanners find anchors themselves, and the one alternation of some 170 anchors
+        took 15 ms of every ingest's start-up."""
         ordered = sorted(self.anchors, key=len, reverse=True)
         # zero-width lookahead finds anchors that overlap or start inside one another
-        self._line_re = re.compile("(?=(" + "|".join(re.escape(a) for a in ordered) + "))")
+        line_re = re.compile("(?=(" + "|".join(re.escape(a) for a in ordered) + "))")
         # rules to try when anchor X is found: X's own, and those whose anchor is inside X
-        self._closure: dict[str, list[Rule]] = {}
+        closure: dict[str, list[Rule]] = {}
         for a in ordered:
-            self._closure[a] = [r for b in ordered if b in a for r in self.anchors[b]]
-        self.order = {id(r): i for i, r in enumerate(self.rules)}
+            closure[a] = [r for b in ordered if b in a for r in self.anchors[b]]
+        return line_re, closure
 
     @property
     def all_anchors(self) -> list[str]:
@@ -524,8 +556,9 @@ class RuleSet:
 
     def rules_for(self, raw: str) -> list[Rule]:
         found: dict[int, Rule] = {}
-        for m in self._line_re.finditer(raw):
-            for rule in self._closure[m.group(1)]:
+        line_re, closure = self._anchor_index
+        for m in line_re.finditer(raw):
+            for rule in closure[m.group(1)]:
                 found.setdefault(id(rule), rule)
         return [r for r in self.rules if id(r) in found]
 

@@ -26,6 +26,7 @@ from .rules import (
     FastShape,
     Fields,
     HintRule,
+    LazyPattern,
     Marker,
     MarkerRule,
     MetaRule,
@@ -72,22 +73,22 @@ def _shape(name: str, anchor: str, pattern: str, fields: Fields | None = None,
 # memory. Current kv cache memory in use is <z> GiB." (0.10.2: "… in use is <int> bytes."; the
 # usage part before 0.27 reads otherwise).  Read piece by piece, in printed order, so a release
 # whose usage part differs still gives the rest.
-_FREE_MEMORY_PIECES: list[tuple[re.Pattern[str], tuple[tuple[str, FactName, str], ...]]] = [
-    (re.compile(rf"Free memory on device \((?P<f>{DEC})/(?P<t>{DEC}) GiB\)"),
+_FREE_MEMORY_PIECES: list[tuple[LazyPattern, tuple[tuple[str, FactName, str], ...]]] = [
+    (LazyPattern(rf"Free memory on device \((?P<f>{DEC})/(?P<t>{DEC}) GiB\)"),
      (("f", FactName.initial_free_memory_bytes, "GiB"), ("t", FactName.total_gpu_memory_bytes, "GiB"))),
-    (re.compile(rf"Desired GPU memory utilization is \({DEC}, (?P<r>{DEC}) GiB\)"),
+    (LazyPattern(rf"Desired GPU memory utilization is \({DEC}, (?P<r>{DEC}) GiB\)"),
      (("r", FactName.requested_memory_bytes, "GiB"),)),
-    (re.compile(rf"(?P<c>{DEC}) GiB for consumed memory"), (("c", FactName.consumed_memory_bytes, "GiB"),)),
-    (re.compile(rf"(?P<a>{DEC}) GiB for peak activation"), (("a", FactName.activation_peak_bytes, "GiB"),)),
+    (LazyPattern(rf"(?P<c>{DEC}) GiB for consumed memory"), (("c", FactName.consumed_memory_bytes, "GiB"),)),
+    (LazyPattern(rf"(?P<a>{DEC}) GiB for peak activation"), (("a", FactName.activation_peak_bytes, "GiB"),)),
     # the graphs' memory as this line states it: its own name, so graph_capture_bytes holds only the
     # capture line's figure (one name, one wording)
-    (re.compile(rf"(?P<g>{DEC}) GiB for CUDAGraph memory"), (("g", FactName.cuda_graph_memory_bytes, "GiB"),)),
+    (LazyPattern(rf"(?P<g>{DEC}) GiB for CUDAGraph memory"), (("g", FactName.cuda_graph_memory_bytes, "GiB"),)),
     # the exact byte counts, not their rounded GiB
-    (re.compile(r"--kv-cache-memory=(?P<n>\d+)`? \([^)]*\) to fit into requested memory"),
+    (LazyPattern(r"--kv-cache-memory=(?P<n>\d+)`? \([^)]*\) to fit into requested memory"),
      (("n", FactName.kv_cache_requested_limit_bytes, ""),)),
-    (re.compile(r"--kv-cache-memory=(?P<n>\d+)`? \([^)]*\) to fully utilize gpu memory"),
+    (LazyPattern(r"--kv-cache-memory=(?P<n>\d+)`? \([^)]*\) to fully utilize gpu memory"),
      (("n", FactName.kv_cache_gpu_limit_bytes, ""),)),
-    (re.compile(rf"kv cache memory in use is (?P<z>{DEC}) (?P<u>GiB|bytes)"),
+    (LazyPattern(rf"kv cache memory in use is (?P<z>{DEC}) (?P<u>GiB|bytes)"),
      (("z", FactName.available_kv_cache_bytes, "u"),)),
 ]
 
@@ -295,7 +296,7 @@ DUMP_RULES = [
 
 # -- engine identity --------------------------------------------------------------------------------
 
-_COMMIT = re.compile(r"\+g(?P<c>[0-9a-f]{7,40})\b")
+_COMMIT = LazyPattern(r"\+g(?P<c>[0-9a-f]{7,40})\b")
 
 
 def _version(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
@@ -381,25 +382,25 @@ HINT_RULES = [
 # -- failures -------------------------------------------------------------------------------------
 
 _OOM_FIGURES = [
-    (re.compile(rf"Tried to allocate (?P<v>{SIZE_RX})"), FailureFigure.tried_to_allocate_bytes),
+    (LazyPattern(rf"Tried to allocate (?P<v>{SIZE_RX})"), FailureFigure.tried_to_allocate_bytes),
     # torch 2.1+: ". GPU <d> has a total capac(i)ty of <T> of which <F> is free."
-    (re.compile(r"GPU (?P<v>\d+) has a total capac"), FailureFigure.gpu_index),
-    (re.compile(rf"has a total capaci?ty of (?P<v>{SIZE_RX})"), FailureFigure.total_capacity_bytes),
-    (re.compile(rf"of which (?P<v>{SIZE_RX}) is free"), FailureFigure.free_bytes),
+    (LazyPattern(r"GPU (?P<v>\d+) has a total capac"), FailureFigure.gpu_index),
+    (LazyPattern(rf"has a total capaci?ty of (?P<v>{SIZE_RX})"), FailureFigure.total_capacity_bytes),
+    (LazyPattern(rf"of which (?P<v>{SIZE_RX}) is free"), FailureFigure.free_bytes),
     # torch <=2.0: " (GPU <d>; <T> total capacity; <A> already allocated; <F> free; ...
     #  <R> reserved in total by PyTorch)"
-    (re.compile(r"\(GPU (?P<v>\d+); "), FailureFigure.gpu_index),
-    (re.compile(rf"(?P<v>{SIZE_RX}) total capacity;"), FailureFigure.total_capacity_bytes),
-    (re.compile(rf"(?P<v>{SIZE_RX}) already allocated;"), FailureFigure.allocated_by_pytorch_bytes),
-    (re.compile(rf"; (?P<v>{SIZE_RX}) free;"), FailureFigure.free_bytes),
-    (re.compile(rf"this process has (?P<v>{SIZE_RX}) memory in use"), FailureFigure.in_use_bytes),
-    (re.compile(rf"Of the allocated memory (?P<v>{SIZE_RX}) is allocated by PyTorch"),
+    (LazyPattern(r"\(GPU (?P<v>\d+); "), FailureFigure.gpu_index),
+    (LazyPattern(rf"(?P<v>{SIZE_RX}) total capacity;"), FailureFigure.total_capacity_bytes),
+    (LazyPattern(rf"(?P<v>{SIZE_RX}) already allocated;"), FailureFigure.allocated_by_pytorch_bytes),
+    (LazyPattern(rf"; (?P<v>{SIZE_RX}) free;"), FailureFigure.free_bytes),
+    (LazyPattern(rf"this process has (?P<v>{SIZE_RX}) memory in use"), FailureFigure.in_use_bytes),
+    (LazyPattern(rf"Of the allocated memory (?P<v>{SIZE_RX}) is allocated by PyTorch"),
      FailureFigure.allocated_by_pytorch_bytes),
-    (re.compile(rf"(?P<v>{SIZE_RX}) is reserved by PyTorch but unallocated"), FailureFigure.reserved_unallocated_bytes),
+    (LazyPattern(rf"(?P<v>{SIZE_RX}) is reserved by PyTorch but unallocated"), FailureFigure.reserved_unallocated_bytes),
 ]
 
 
-def _figures(record: str, table: Sequence[tuple[re.Pattern[str], str]]) -> dict[str, Any]:
+def _figures(record: str, table: Sequence[tuple[LazyPattern, str]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for rx, name in table:
         if name in out:
@@ -417,13 +418,13 @@ def _oom(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
 
 
 _KV_TOO_SMALL_FIGURES = [
-    (re.compile(r"max seq len \((?P<v>\d+)\)"), FailureFigure.max_model_len),
+    (LazyPattern(r"max seq len \((?P<v>\d+)\)"), FailureFigure.max_model_len),
     # the "(" goes missing where a reporter wrapped the message by hand before the figure
-    (re.compile(rf"(?:\(|\b)(?P<v>{DEC} Gi?B) KV cache is needed"), FailureFigure.needed_bytes),
-    (re.compile(rf"available KV cache memory \((?P<v>{DEC} Gi?B)\)"), FailureFigure.available_bytes),
-    (re.compile(r"estimated maximum model length is (?P<v>\d+)\."), FailureFigure.estimated_max_model_len),
+    (LazyPattern(rf"(?:\(|\b)(?P<v>{DEC} Gi?B) KV cache is needed"), FailureFigure.needed_bytes),
+    (LazyPattern(rf"available KV cache memory \((?P<v>{DEC} Gi?B)\)"), FailureFigure.available_bytes),
+    (LazyPattern(r"estimated maximum model length is (?P<v>\d+)\."), FailureFigure.estimated_max_model_len),
     # V0: "… that can be stored in KV cache ({max_seq_len})"
-    (re.compile(r"can be stored in KV cache \((?P<v>\d+)\)"), FailureFigure.kv_cache_tokens),
+    (LazyPattern(r"can be stored in KV cache \((?P<v>\d+)\)"), FailureFigure.kv_cache_tokens),
 ]
 
 
@@ -452,7 +453,7 @@ def _failure(name: str, anchor: str, kind: FailureKind, pattern: str | None = No
 # memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used
 # by other processes." (V1's worker start-up check; not in ref: from fixtures/real/401 — an older
 # form without the device name, "on device (F/T GiB)", is read too)
-_STARTUP_MEMORY = re.compile(
+_STARTUP_MEMORY = LazyPattern(
     rf"Free memory on device (?:\S+ )?\((?P<f>{DEC})/(?P<t>{DEC}) GiB\) on startup is less than desired "
     rf"GPU memory utilization \((?P<u>{DEC}), (?P<r>{DEC}) GiB\)")
 
@@ -642,7 +643,7 @@ _STATS_KEYS = {
     "CPU KV cache usage": RuntimeSeries.cpu_kv_cache_usage_pct,
     "Prefix cache hit rate": RuntimeSeries.prefix_cache_hit_rate_pct,
 }
-_ENGINE_IDX = re.compile(r"^Engine (?P<e>\d+): ")
+_ENGINE_IDX = LazyPattern(r"^Engine (?P<e>\d+): ")
 
 
 def _stats(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
@@ -685,7 +686,7 @@ _SPEC_V1 = {
     "Avg Draft acceptance rate": RuntimeSeries.spec_draft_acceptance_rate_pct,
     "Draft acceptance rate": RuntimeSeries.spec_draft_acceptance_rate_pct,
 }
-_PER_POSITION = re.compile(r"Per-position acceptance rate: (?P<v>(?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
+_PER_POSITION = LazyPattern(r"Per-position acceptance rate: (?P<v>(?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
 
 
 # V1 0.8.3+ "SpecDecoding metrics: …" (ref §2.9)
@@ -712,7 +713,7 @@ def _spec_v1(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
 # V0 0.4.1-0.9.2 "Speculative metrics: Draft acceptance rate: {:.3f}, System efficiency: {:.3f},
 # Number of speculative tokens: {}, Number of accepted tokens: {}, Number of draft tokens: {},
 # Number of emitted tokens: {}." ("draft tokens tokens" in 0.4.1-0.5.2).  Counts are cumulative.
-_SPEC_V0 = re.compile(
+_SPEC_V0 = LazyPattern(
     r"Draft acceptance rate: (?P<rate>[\d.]+).*?Number of accepted tokens: (?P<acc>\d+), "
     r"Number of draft tokens(?: tokens)?: (?P<draft>\d+)"
 )

@@ -4,7 +4,6 @@ word (or part) boundaries, never mid-word, its continuation indented under its t
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Iterable
 
 _LABELLED = re.compile(r"^( *\S[^ ]*(?: [^ ]+)*? {2,})(?=\S)")  # "  decode t/s     " / "cost         "
@@ -25,6 +24,8 @@ def wrap_labelled(lines: Iterable[str], width: int | None) -> list[str]:
         if room < 20:
             out.append(line)
             continue
+        import textwrap  # only for a line too long: an ingest's lines to a pipe do not load it
+
         pieces = textwrap.wrap(line[len(head):], room, break_on_hyphens=False)  # a word wider than the room (a path) is split
         out.append(head + pieces[0])
         out += [" " * len(head) + p for p in pieces[1:]]
@@ -40,6 +41,8 @@ def wrap_parts(parts: Iterable[str], width: int | None, indent: str = "    ", ga
             lines[-1] += gap + part
         elif lines and width is not None and len(indent) + len(part) > width > len(indent) + 20:
             # a part wider than a line of its own (a list of failures): at its spaces
+            import textwrap
+
             lines += [indent + piece for piece in textwrap.wrap(part, width - len(indent), break_long_words=False)]
         elif lines:
             lines.append(indent + part)

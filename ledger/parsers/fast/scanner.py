@@ -24,6 +24,7 @@ last one) and ``End``; ``parsers.fast.runs`` turns hits into the item stream.
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 import weakref
 from collections.abc import Iterable, Iterator
@@ -32,18 +33,21 @@ from typing import Any, NamedTuple
 from ..items import Counts, End
 from ..rules import RuleSet
 
-_hs: Any
-try:  # the fast multi-pattern engine, wherever it has a wheel
-    import hyperscan as _hs
-except ImportError:  # pragma: no cover - depends on the install
-    _hs = None
-_re2: Any
-try:  # the fallback's regex engine, where Hyperscan has no wheel (or the `re2` extra)
-    import re2
+# the engines' modules, imported when a scanner of theirs is first built (or the engines are
+# listed): a boot log is scanned by the python engine (``ScanOptions.small_file_bytes``), and
+# need not load them.  None: not installed.  Hyperscan is the fast multi-pattern engine,
+# wherever it has a wheel; RE2 the fallback's, where Hyperscan has none (or the `re2` extra).
+_ENGINE_MODULES: dict[str, Any] = {}
 
-    _re2 = re2  # (typed as Any: the engine is optional)
-except ImportError:  # pragma: no cover - depends on the install
-    _re2 = None
+
+def _engine_module(name: str) -> Any:
+    if name not in _ENGINE_MODULES:
+        try:
+            _ENGINE_MODULES[name] = importlib.import_module(name)
+        except ImportError:  # pragma: no cover - depends on the install
+            _ENGINE_MODULES[name] = None
+    return _ENGINE_MODULES[name]
+
 
 ENGINES = ("hyperscan", "re2", "python")  # fastest first: the first installed one is the default
 _RE2_MAX_MEM = 64 << 20  # room for the alternation's DFA (RE2 falls back to a slower NFA without)
@@ -71,7 +75,7 @@ _DENSE_LINES = 32
 
 def available_engines() -> list[str]:
     """The scan engines this install can run, fastest first (the first one is the default)."""
-    missing = {"hyperscan": _hs is None, "re2": _re2 is None}
+    missing = {"hyperscan": _engine_module("hyperscan") is None, "re2": _engine_module("re2") is None}
     return [e for e in ENGINES if not missing.get(e)]
 
 
@@ -158,6 +162,7 @@ class LineScanner:
         self.engine = engine or default_engine()
         self._is_newline: Any = None  # numpy's scratch array for a block's newlines
         if self.engine == "hyperscan":
+            _hs = _engine_module("hyperscan")
             if _hs is None:
                 raise RuntimeError("hyperscan is not installed")
             self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
@@ -165,6 +170,7 @@ class LineScanner:
                              ids=list(range(len(self.event_anchors))),
                              flags=[0] * len(self.event_anchors))
         elif self.engine == "re2":
+            _re2 = _engine_module("re2")
             if _re2 is None:
                 raise RuntimeError("google-re2 is not installed")
             options = _re2.Options()
