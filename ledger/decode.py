@@ -14,7 +14,6 @@ the bound is ``slower`` (a failing verdict: ``check`` exits 1); no figure on eit
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -50,6 +49,8 @@ def decode_figure(ledger: Ledger, boot_id: int) -> dict[str, Any]:
                            "ORDER BY line LIMIT 1", {"b": boot_id})
     busy = [r[0] for r in rows if r[0] is not None and (r[1] or 0) > 0]
     if busy:
+        import statistics  # here: ``check`` and ``sweep`` read boots without stats intervals without it
+
         median = statistics.median(busy)
         noise = None
         if len(busy) >= 2 and median > 0:  # the standard error of a median: 1.2533 sigma / sqrt(n)
@@ -94,6 +95,8 @@ def _boot_to_boot(ledger: Ledger, deploy_id: int) -> tuple[float, str]:
     medians = [f["median_tps"] for f in (decode_figure(ledger, i) for i in reversed(ids))
                if f["median_tps"] and f["source"] == "stats intervals with running requests"]
     if len(medians) >= 2:
+        import statistics
+
         over = (f"the control's {len(medians)} ready boots" if (ready or 0) <= NOISE_BOOTS
                 else f"the control's {len(medians)} latest ready boots (of {ready})")
         return statistics.stdev(medians) / statistics.fmean(medians) * 100, f"measured over {over}"

@@ -1,6 +1,8 @@
 """The read commands on a SQLite ledger run on the sqlite3 module alone (issue 28): SQLAlchemy,
 Alembic, pandas and matplotlib are never imported; the schema check needs no Alembic either.
-Not timed (``bench/startup.py`` times them)."""
+Nor do they import what only a write needs (``ledger.db.writes`` and the model arithmetic it
+loads), nor ``importlib.metadata`` (tabulate 0.10 imports it for its version: about three
+times the interpreter's start-up, on every table).  Not timed (``bench/startup.py`` times them)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ import pytest
 from conftest import REAL
 
 HEAVY = ("sqlalchemy", "alembic", "pandas", "numpy", "matplotlib")
+# modules by their full name, not needed to read
+NOT_FOR_READS = ("importlib.metadata", "ledger.db.writes", "ledger.formula", "ledger.ingest")
 # runs one command in a fresh interpreter, then prints the heavy packages it imported
 CODE = ("import sys; from ledger.cli import main\n"
         "try: main(sys.argv[1:])\n"
         "except SystemExit as e: assert e.code in (0, 1, None), e.code\n"
-        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r} | set(sys.modules) & {set(NOT_FOR_READS)!r}))")
 
 READS = [
     ["history"], ["history", "--limit", "3", "--format", "json"], ["history", "--deploy", "fixtures"],
@@ -48,7 +52,7 @@ def _heavy(*args: str) -> list[str]:
 
 
 @pytest.mark.parametrize("command", READS, ids=lambda c: " ".join(c))
-def test_a_read_command_on_sqlite_imports_no_sqlalchemy(fixture_ledger, command):
+def test_a_read_command_on_sqlite_imports_no_sqlalchemy_nor_what_writes_need(fixture_ledger, command):
     assert _heavy(*command, "--db", fixture_ledger) == []
 
 
