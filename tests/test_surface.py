@@ -587,3 +587,11 @@ def test_an_inferred_year_is_never_later_than_the_files_mtime(tmp_path):
     boots = parsers.parse_file(str(log))
     assert boots[0].year_inferred
     assert boots[0].started_at.startswith("2025-09-28")  # not September 2026, after the file was written
+
+
+def test_json_writes_an_inf_or_nan_figure_as_null_wherever_it_stands():
+    from ledger.render.values import dumps, json_text
+
+    obj = {"a": [1.5, float("inf")], "b": {"c": float("nan")}, "d": (2.0, -float("inf"))}
+    assert dumps(obj) == '{"a": [1.5, null], "b": {"c": null}, "d": [2.0, null]}'
+    assert json_text({"a": float("nan")}) == '{\n  "a": null\n}'
