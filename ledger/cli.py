@@ -128,6 +128,8 @@ class LedgerGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise _short(exc) from None
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise  # click's own (a subcommand's --help exits): no database error to look for
         except Exception as exc:
             if isinstance(exc, _user_errors()):
                 raise Failure(str(exc)) from None

@@ -6,6 +6,7 @@ times the interpreter's start-up, on every table).  Not timed (``bench/startup.p
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -110,3 +111,33 @@ def test_the_read_queries_give_the_same_objects_on_sqlite3_and_on_sqlalchemy(fix
     finally:
         plain.dispose()
         orm.dispose()
+
+
+# what --help and a Tab need not load: the ledger's reading, the tables, the metadata
+NOT_FOR_HELP = {"ledger.queries", "tabulate", "importlib.metadata", "sqlalchemy"}
+
+
+@pytest.mark.parametrize("args", [["--help"], ["history", "--help"], ["show", "--help"]], ids=" ".join)
+def test_help_opens_no_ledger(args):
+    code = ("import sys; from ledger.cli import main\n"
+            "try: main(sys.argv[1:])\n"
+            "except SystemExit as e: assert e.code in (0, None), e.code\n"
+            f"print(sorted(set(sys.modules) & {NOT_FOR_HELP | {'sqlite3'}!r}))")
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Usage:" in done.stdout
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_completing_a_boot_reads_the_ledger_without_its_queries(fixture_ledger):
+    code = ("import sys; from ledger.cli import main\n"
+            "try: main([], prog_name='ledger')\n"
+            "except SystemExit as e: assert e.code in (0, None), e.code\n"
+            f"print(sorted(set(sys.modules) & {NOT_FOR_HELP!r}))")
+    env = {**os.environ, "LEDGER_DB": fixture_ledger, "_LEDGER_COMPLETE": "bash_complete",
+           "COMP_WORDS": "ledger show ", "COMP_CWORD": "2"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "plain,1" in lines  # boot 1 offered
+    assert lines[-1] == "[]"
