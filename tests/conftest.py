@@ -21,6 +21,16 @@ for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_terminal_size_in_childrens_environment():
+    """GNU readline, once imported (pytest's debugging plugin does), sets COLUMNS and LINES in the
+    process's C environment behind ``os.environ``'s back, and a child started without ``env=``
+    inherits them: a run without xdist then fitted its children's tables to 80 columns."""
+    for name in ("COLUMNS", "LINES"):
+        if name not in os.environ:
+            os.unsetenv(name)
+
+
 @contextmanager
 def new_ledger(folder: Path):
     """A fresh, empty ledger's location: a SQLite file in ``folder``; with
@@ -62,6 +72,63 @@ def db(tmp_path, monkeypatch):
     with new_ledger(tmp_path) as url:
         monkeypatch.setenv("LEDGER_DB", url)
         yield url
+
+
+@pytest.fixture(scope="session")
+def quick_start_run(tmp_path_factory):
+    """The README's quick start run as written (tests/quickstart.py) into a new SQLite ledger, once
+    per worker (test_docs checks what it printed, the doctests read the ledger): the ledger's path
+    and what each of its lines printed."""
+    import quickstart
+
+    path = tmp_path_factory.mktemp("quick-start") / "demo.db"
+    return path, quickstart.fill(str(path))
+
+
+_TEMPLATES: dict[str, Path] = {}
+
+
+def ledger_on(db: str, *args: str):
+    """``ledger --db DB ARGS`` in this process, asserted to exit 0 (for the builds of ``filled``)."""
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    result = CliRunner().invoke(main, ["--db", db, *args], catch_exceptions=False)
+    assert result.exit_code == 0, (args, result.output)
+    return result
+
+
+@pytest.fixture
+def filled(db, tmp_path_factory):
+    """``filled(name, build)`` makes the test's fresh ledger what ``build(url)`` makes of an empty
+    one, and returns its location. On SQLite ``build`` runs once per worker, into a template
+    ledger whose file is then copied (a schema and an ingest cost far more than a file copy); on
+    PostgreSQL it runs on the test's own database. ``name`` names what ``build`` makes: one name,
+    one build. A second fill in the same test builds on what the first made, in place."""
+    filled_once: list[str] = []
+
+    def fill(name: str, build) -> str:
+        import shutil
+
+        import dbutil
+
+        if dbutil.IS_PG or filled_once:
+            build(db)
+            return db
+        filled_once.append(name)
+        template = _TEMPLATES.get(name)
+        if template is None:
+            template = tmp_path_factory.mktemp(f"template-{name}") / "ledger.db"
+            build(str(template))
+            dbutil.dispose(str(template))
+            # the copy is the file alone: everything committed must be in it, not in a -wal
+            assert not Path(f"{template}-wal").exists(), f"{template}-wal is left after the build"
+            _TEMPLATES[name] = template
+        shutil.copyfile(template, db)
+        return db
+
+    return fill
 
 
 @pytest.fixture

@@ -35,3 +35,47 @@ def dispose(db: str) -> None:
     engine = _ENGINES.pop(db, None)
     if engine is not None:
         engine.dispose()
+
+
+# runs ledger commands one after another in this fresh interpreter, as `ledger ARGS` runs each, then
+# prints (last, on stdout) each one's exit code and the modules loaded by then (top-level, and full)
+_IMPORTS_PROBE = """import json, sys
+from ledger.cli import main
+codes = []
+for args in json.loads(sys.argv[1]):
+    try:
+        main(args, prog_name="ledger")
+        codes.append(0)
+    except SystemExit as exit:
+        codes.append(0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1)
+print("\\n" + json.dumps([codes, sorted({name.split(".")[0] for name in sys.modules}), sorted(sys.modules)]))
+"""
+
+
+def imports_of(*commands: list[str], cwd: str | None = None) -> tuple[list[int], set[str], str]:
+    """Runs each command (``ledger``'s arguments) in turn in one new Python process: the exit code
+    of each, the top-level modules that process had loaded after the last, and its stderr."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, json.dumps(commands)], capture_output=True,
+                          text=True, check=False, cwd=cwd, timeout=120)
+    assert done.returncode == 0, done.stderr
+    codes, modules, _ = json.loads(done.stdout.splitlines()[-1])
+    return codes, set(modules), done.stderr
+
+
+def loaded_modules(*commands: list[str], env: dict[str, str] | None = None) -> tuple[list[int], set[str], str]:
+    """``imports_of`` with every module by its full name (``importlib.metadata``, not
+    ``importlib``), the process's stdout instead of its stderr, and ``env`` for the process (a
+    completion's variables)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, json.dumps(commands)], capture_output=True,
+                          text=True, check=False, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    codes, _, modules = json.loads(done.stdout.splitlines()[-1])
+    return codes, set(modules), done.stdout

@@ -34,11 +34,12 @@ class Run:
     peak_kib: int  # the child's peak resident size
 
 
-def measured(args: list[str], stdin: int | None = None, timeout: float = 300) -> Run:
+def measured(args: list[str], stdin: int | None = None, timeout: float = 300,
+             env: dict[str, str] | None = None) -> Run:
     """Run ``args`` in a child (killed after ``timeout`` s: a hang fails, it is not timed) and
     measure its peak resident size."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(args, cwd=ROOT, stdin=stdin, stdout=out, stderr=err)
+        p = subprocess.Popen(args, cwd=ROOT, stdin=stdin, stdout=out, stderr=err, env=env)
         timer = threading.Timer(timeout, p.kill)
         timer.start()
         try:
@@ -249,7 +250,9 @@ def test_one_huge_value_is_cut_said_and_printed_in_bounded_memory(tmp_path, fmt)
     subprocess.run([*LEDGER, "--db", ledger, "ingest", str(F005), "--year", "2026"], cwd=ROOT, check=True,
                    capture_output=True)
     # 48 MB of text in one value (SQLite holds it, and its 24 MB source, while it is fetched)
-    r = measured([*LEDGER, "--db", ledger, "sql", "SELECT hex(zeroblob(24000000)) AS v", "--format", fmt])
+    terminal = {**os.environ, "COLUMNS": "80"} if fmt == "table" else None  # a table as on a terminal
+    r = measured([*LEDGER, "--db", ledger, "sql", "SELECT hex(zeroblob(24000000)) AS v", "--format", fmt],
+                 env=terminal)
     assert r.code == 0, r.err
     assert len(r.out) < 2 * 2**20
     if fmt != "table":  # a table fits the terminal: the value's end is not shown there anyway

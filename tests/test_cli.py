@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from conftest import REAL, SYNTH
+from dbutil import imports_of
 
 F008 = next(REAL.glob("008_*.log"))  # dual 4090: KV pool + spec decode + stats
 F010 = next(REAL.glob("010_*.log"))  # args dump, max_model_len 200000
@@ -342,9 +343,6 @@ def test_parsers_import_no_database_pandas_or_click():
 
 
 def test_everyday_commands_import_neither_pandas_nor_matplotlib(db):
-    code = ("import sys; from click.testing import CliRunner; from ledger.cli import main;"
-            f"[CliRunner().invoke(main, args) for args in (['ingest', {str(F008)!r}], ['history'], ['show', '1'],"
-            " ['runtime', '1'], ['check'])];"
-            "print([m for m in ('pandas', 'matplotlib') if m in sys.modules])")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert r.stdout.strip() == "[]", r.stderr
+    codes, loaded, err = imports_of(["ingest", str(F008)], ["history"], ["show", "1"], ["runtime", "1"], ["check"])
+    assert set(codes) <= {0, 1}, err  # each ran (check exits 1 for a finding)
+    assert loaded & {"pandas", "matplotlib"} == set()

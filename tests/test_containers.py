@@ -21,6 +21,8 @@ F028 = REAL / "028_v1-mtp-runtime-engine-stats-high-kv-usage-waiting.log"
 TAG = f"ledgertest-{os.getpid()}"
 IMAGE = f"localhost/{TAG}:1"
 PODMAN = shutil.which("podman")
+# real containers (podman's start-up, conmon, an image import): heavy, run by .ci/run, not everyday
+pytestmark = pytest.mark.heavy
 WAIT = 30.0  # seconds any one container gets to do what it must
 
 

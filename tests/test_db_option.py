@@ -52,10 +52,18 @@ def _split(command: str, args: list[str]) -> tuple[list[str], list[str]]:
     return args[:len(words)], args[len(words):]
 
 
+def _dual(db: str) -> None:
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    for args in (["ingest", str(F008), "--label", "dual"], ["deploy", "set", "dual", "host_cap_bytes=1GiB"]):
+        assert CliRunner().invoke(main, ["--db", db, *args], catch_exceptions=False).exit_code == 0
+
+
 @pytest.fixture
-def setup(db, cli, tmp_path, monkeypatch):
-    assert cli("ingest", str(F008), "--label", "dual").exit_code == 0
-    assert cli("deploy", "set", "dual", "host_cap_bytes=1GiB").exit_code == 0
+def setup(filled, tmp_path, monkeypatch):
+    filled("dual", _dual)
     decoys = tmp_path / "decoys"
     decoys.mkdir()
     monkeypatch.setenv("XDG_DATA_HOME", str(decoys / "xdg"))
@@ -63,6 +71,13 @@ def setup(db, cli, tmp_path, monkeypatch):
     import uvicorn
 
     monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)
+    # plot reads the ledger, then draws: the drawing is not what is tested either (test_plot.py
+    # draws), and matplotlib's is most of these tests' time
+    from ledger.serve import charts
+
+    monkeypatch.setattr(charts, "runtime_figure", lambda *args, **kwargs: None)
+    monkeypatch.setattr(charts, "boots_figure", lambda *args, **kwargs: None)
+    monkeypatch.setattr(charts, "save", lambda fig, out: out)
     return decoys
 
 

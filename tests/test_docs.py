@@ -76,14 +76,14 @@ def test_the_readme_is_short():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 200
 
 
-def test_the_readme_quick_start_prints_what_it_shows(tmp_path):
+def test_the_readme_quick_start_prints_what_it_shows(quick_start_run):
     """Run as written, the quick start's last command prints what its console block shows: an
     ``ok``, a ``broken`` and the seed's 13,838.52 B/token among them."""
     import quickstart
 
     command, output = quickstart.shown()
     assert quickstart.lines()[-1] == ".venv/bin/" + command
-    done = quickstart.fill(str(tmp_path / "demo.db"))
+    _, done = quick_start_run
     assert [r.returncode for r in done[:-1]] == [0] * (len(done) - 1) and all(r.stderr == "" for r in done)
     assert done[-1].returncode == 1  # check: a verdict is broken
     assert done[-1].stdout == output

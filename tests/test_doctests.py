@@ -44,13 +44,11 @@ def _run(tests: list[doctest.DocTest]) -> tuple[doctest.TestResults, str]:
 
 
 @pytest.fixture(scope="session")
-def _quick_start_file(tmp_path_factory):
-    """A SQLite ledger the README's quick start filled, run as written (tests/quickstart.py)."""
-    import quickstart
-
-    path = tmp_path_factory.mktemp("quick-start") / "demo.db"
-    for done in quickstart.fill(str(path)):
-        assert done.stderr == "", done.stderr
+def _quick_start_file(quick_start_run):
+    """A SQLite ledger the README's quick start filled, run as written (conftest's quick_start_run)."""
+    path, done = quick_start_run
+    for line in done:
+        assert line.stderr == "", line.stderr
     return path
 
 

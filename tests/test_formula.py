@@ -11,7 +11,7 @@ from pathlib import Path
 
 import formula_table
 import pytest
-from conftest import REAL, ROOT
+from conftest import REAL, ROOT, ledger_on
 from dbutil import dict_rows
 
 from ledger import formula as f
@@ -31,12 +31,15 @@ def formula_row(db: str, label: str) -> dict:
     return row
 
 
+def _glm(db: str) -> None:
+    ledger_on(db, "ingest", "--label", "glm-v", str(GLM_209))
+    ledger_on(db, "deploy", "set", "glm-v", f"model={GLM}")
+
+
 @pytest.fixture
-def glm(db, cli):
+def glm(filled):
     """Fixture 209 (a GLM-V boot that prints no model) named by its deploy, with the GLM config."""
-    assert cli("ingest", "--label", "glm-v", str(GLM_209)).exit_code == 0
-    assert cli("deploy", "set", "glm-v", f"model={GLM}").exit_code == 0
-    return db
+    return filled("formula-glm", _glm)
 
 
 # -- the geometry read from a config.json ------------------------------------------------------

@@ -8,20 +8,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 from conftest import REAL
+from dbutil import imports_of, loaded_modules
 
-HEAVY = ("sqlalchemy", "alembic", "pandas", "numpy", "matplotlib")
+HEAVY = {"sqlalchemy", "alembic", "pandas", "numpy", "matplotlib"}
 # modules by their full name, not needed to read
-NOT_FOR_READS = ("importlib.metadata", "ledger.db.writes", "ledger.formula", "ledger.ingest")
-# runs one command in a fresh interpreter, then prints the heavy packages it imported
-CODE = ("import sys; from ledger.cli import main\n"
-        "try: main(sys.argv[1:])\n"
-        "except SystemExit as e: assert e.code in (0, 1, None), e.code\n"
-        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r} | set(sys.modules) & {set(NOT_FOR_READS)!r}))")
+NOT_FOR_READS = {"importlib.metadata", "ledger.db.writes", "ledger.formula", "ledger.ingest"}
 
 READS = [
     ["history"], ["history", "--limit", "3", "--format", "json"], ["history", "--deploy", "fixtures"],
@@ -46,15 +40,17 @@ def fixture_ledger(tmp_path_factory):
     return path
 
 
-def _heavy(*args: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return eval(done.stdout.splitlines()[-1])  # the list printed last
+def _heavy(*args: str) -> set[str]:
+    """The heavy packages ``ledger ARGS`` imported, and the modules a read needs not, run in a
+    fresh interpreter (it exits 0, or 1 for a check's finding)."""
+    codes, modules, out = loaded_modules(list(args))
+    assert codes[0] in (0, 1), out
+    return {m.split(".")[0] for m in modules} & HEAVY | modules & NOT_FOR_READS
 
 
 @pytest.mark.parametrize("command", READS, ids=lambda c: " ".join(c))
 def test_a_read_command_on_sqlite_imports_no_sqlalchemy_nor_what_writes_need(fixture_ledger, command):
-    assert _heavy(*command, "--db", fixture_ledger) == []
+    assert _heavy(*command, "--db", fixture_ledger) == set()
 
 
 def test_a_read_of_an_older_ledger_says_upgrade_without_importing_alembic(tmp_path):
@@ -62,13 +58,9 @@ def test_a_read_of_an_older_ledger_says_upgrade_without_importing_alembic(tmp_pa
 
     old = tmp_path / "old.db"
     shutil.copy(REAL.parent / "ledgers" / "schema-0001-real-boots.db", old)
-    code = ("import sys; from ledger.cli import main\n"
-            "try: main(['history', '--db', sys.argv[1]])\n"
-            "except SystemExit as e: print(e.code)\n"
-            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
-    done = subprocess.run([sys.executable, "-c", code, str(old)], capture_output=True, text=True)
-    assert "run 'ledger db upgrade' first" in done.stderr
-    assert done.stdout.splitlines()[-2:] == ["2", "[]"]
+    codes, modules, err = imports_of(["history", "--db", str(old)])
+    assert "run 'ledger db upgrade' first" in err
+    assert codes == [2] and modules & HEAVY == set()
 
 
 def test_the_migration_scripts_revisions_read_without_alembic_are_alembics():
@@ -119,25 +111,15 @@ NOT_FOR_HELP = {"ledger.queries", "tabulate", "importlib.metadata", "sqlalchemy"
 
 @pytest.mark.parametrize("args", [["--help"], ["history", "--help"], ["show", "--help"]], ids=" ".join)
 def test_help_opens_no_ledger(args):
-    code = ("import sys; from ledger.cli import main\n"
-            "try: main(sys.argv[1:])\n"
-            "except SystemExit as e: assert e.code in (0, None), e.code\n"
-            f"print(sorted(set(sys.modules) & {NOT_FOR_HELP | {'sqlite3'}!r}))")
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "Usage:" in done.stdout
-    assert done.stdout.splitlines()[-1] == "[]"
+    codes, modules, out = loaded_modules(args)
+    assert codes == [0] and "Usage:" in out
+    assert modules & (NOT_FOR_HELP | {"sqlite3"}) == set()
 
 
 def test_completing_a_boot_reads_the_ledger_without_its_queries(fixture_ledger):
-    code = ("import sys; from ledger.cli import main\n"
-            "try: main([], prog_name='ledger')\n"
-            "except SystemExit as e: assert e.code in (0, None), e.code\n"
-            f"print(sorted(set(sys.modules) & {NOT_FOR_HELP!r}))")
     env = {**os.environ, "LEDGER_DB": fixture_ledger, "_LEDGER_COMPLETE": "bash_complete",
            "COMP_WORDS": "ledger show ", "COMP_CWORD": "2"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert "plain,1" in lines  # boot 1 offered
-    assert lines[-1] == "[]"
+    codes, modules, out = loaded_modules([], env=env)
+    assert codes == [0]
+    assert "plain,1" in out.splitlines()  # boot 1 offered
+    assert modules & NOT_FOR_HELP == set()

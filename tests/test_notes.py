@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, ledger_on
 
 from ledger.render.redact import Redactor
 
@@ -22,11 +22,14 @@ DECODE = ROOT / "fixtures" / "decode"
 BOOTS = ["bf16-3x241664-ready", "fp8-5x262144-runtime-oom", "fp8-4x262144-ready", "fp8-3x262144-ready"]
 
 
-@pytest.fixture
-def seeded(db, cli):
+def _seed(db: str) -> None:
     for name in BOOTS:
-        assert cli("ingest", str(REC / f"{name}.log"), "--label", name).exit_code == 0
-    return db
+        ledger_on(db, "ingest", str(REC / f"{name}.log"), "--label", name)
+
+
+@pytest.fixture
+def seeded(filled):
+    return filled("notes-seeded", _seed)
 
 
 @pytest.fixture

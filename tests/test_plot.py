@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from conftest import REAL, ROOT
+from dbutil import imports_of
 
 from ledger.serve import charts
 from ledger.serve.data import RUNTIME_SERIES, SPEC_SERIES
@@ -55,32 +56,16 @@ def test_deploy_chart(db, cli, tmp_path):
     assert r.exit_code == 2 and "no deploy by that id, commit, digest or label" in r.output
 
 
-_MODULES_AT_EXIT = ("import atexit, sys\n"
-                    "atexit.register(lambda: print(sorted({m.split('.')[0] for m in sys.modules}), file=sys.stderr))\n"
-                    "from ledger.cli import main\n"
-                    "main(prog_name='ledger')\n")
-
-
-def _top_modules_loaded(*args: str) -> tuple[int, str]:
-    """The exit code and the top-level modules loaded by ``ledger ARGS`` (printed at exit)."""
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", _MODULES_AT_EXIT, *args], capture_output=True, text=True,
-                          check=False, cwd=ROOT)
-    return done.returncode, done.stderr
-
-
 def test_matplotlib_is_not_imported_before_a_chart_is_drawn(db, cli, tmp_path):
     """Its import is most of a chart's time (about a second): a plot that fails before it draws,
     and every other command, never pays it."""
     cli("ingest", str(FIVE))
-    code, loaded = _top_modules_loaded("--db", db, "plot", "runtime", "99", "-o", str(tmp_path / "r.png"))
-    assert code == 2 and "no boot or deploy" in loaded and "'matplotlib'" not in loaded
-    code, loaded = _top_modules_loaded("--db", db, "history")
-    assert code == 0 and "'matplotlib'" not in loaded
-    code, loaded = _top_modules_loaded("--db", db, "plot", "runtime", "1", "-o", str(tmp_path / "r.png"))
-    assert code == 0 and "'matplotlib'" in loaded  # the probe sees it when a chart is drawn
+    codes, loaded, err = imports_of(["--db", db, "plot", "runtime", "99", "-o", str(tmp_path / "r.png")], cwd=ROOT)
+    assert codes == [2] and "no boot or deploy" in err and "matplotlib" not in loaded
+    codes, loaded, err = imports_of(["--db", db, "history"], cwd=ROOT)
+    assert codes == [0] and "matplotlib" not in loaded
+    codes, loaded, err = imports_of(["--db", db, "plot", "runtime", "1", "-o", str(tmp_path / "r.png")], cwd=ROOT)
+    assert codes == [0] and "matplotlib" in loaded  # the probe sees it when a chart is drawn
 
 
 def test_a_figure_a_boot_did_not_print_is_missing_not_zero(db):

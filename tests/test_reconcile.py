@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, SYNTH
+from conftest import ROOT, SYNTH, ledger_on
 from dbutil import dict_rows
 
 REC = ROOT / "fixtures" / "reconcile"
@@ -14,11 +14,14 @@ RADIANCE = ROOT / "fixtures" / "radiance"
 BOOTS = ["bf16-3x241664-ready", "fp8-5x262144-runtime-oom", "fp8-4x262144-ready", "fp8-3x262144-ready"]
 
 
-@pytest.fixture
-def seeded(db, cli):
+def _seed(db: str) -> None:
     for name in BOOTS:
-        assert cli("ingest", str(REC / f"{name}.log"), "--label", name).exit_code == 0
-    return db
+        ledger_on(db, "ingest", str(REC / f"{name}.log"), "--label", name)
+
+
+@pytest.fixture
+def seeded(filled):
+    return filled("reconcile-seeded", _seed)
 
 
 def view(db: str, sql: str) -> list[dict]:

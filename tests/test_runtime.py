@@ -193,3 +193,25 @@ def test_pandas_frames_for_notebooks(db, cli):
     rt = lf.runtime(db, 1)
     assert len(rt) == 4 and str(rt["logged_at"].iloc[0]) == "2026-05-04 01:06:43"
     assert list(lf.view("kv_cost_per_token", db)["boot_id"]) == [1]
+
+
+@pytest.mark.parametrize("limit", [1, 10_000])  # staged (converted by the database), or straight from memory
+@pytest.mark.parametrize(("year", "first"), [(2026, None), (2024, "2024-02-29 01:06:53")])
+def test_a_stamp_that_is_no_real_date_keeps_its_text_staged_or_not(db, cli, tmp_path, monkeypatch, limit, year, first):
+    """A sample's time is its stamp in the boot's year where that is a real date and time (a
+    February 29 in a leap year); where it is not (February 29 in a common year, February 30)
+    it is kept as the text the log printed, whichever way the samples reach the ledger."""
+    from ledger.db.staging import SampleSpool
+
+    lines = F008.read_text().splitlines(keepends=True)
+    stats = [i for i, line in enumerate(lines) if "Avg prompt throughput" in line]
+    lines[stats[0]] = lines[stats[0]].replace("05-04 01:06:53", "02-29 01:06:53")
+    lines[stats[1]] = lines[stats[1]].replace("05-04 01:07:03", "02-30 01:07:03")
+    log = tmp_path / "odd-days.log"
+    log.write_text("".join(lines))
+    monkeypatch.setattr(SampleSpool, "LIMIT", limit)
+    assert cli("ingest", "--year", str(year), str(log)).exit_code == 0
+    got = dbrows(db, "SELECT r.logged_at_num IS NULL, s.logged_at FROM runtime_sample s "
+                     "JOIN runtime_sample_row r ON r.boot_id = s.boot_id AND r.id = s.id "
+                     "WHERE s.kind = 'engine_stats' ORDER BY s.id")
+    assert got == [(first is None, first or f"{year}-02-29 01:06:53"), (True, f"{year}-02-30 01:07:03")]

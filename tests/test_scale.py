@@ -29,11 +29,18 @@ def _first_definitions() -> list[tuple[str, str]]:
     return out
 
 
-@pytest.fixture
-def every_fixture(db, cli):
+def _every_fixture(db: str) -> None:
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
     logs = [str(p) for p in sorted(REAL.glob("*.log"))] + [str(p) for p in sorted(SYNTH.glob("*.log"))]
-    cli("ingest", "--year", "2026", "--label", "fixtures", *logs)
-    return db
+    CliRunner().invoke(main, ["--db", db, "ingest", "--year", "2026", "--label", "fixtures", *logs])
+
+
+@pytest.fixture
+def every_fixture(filled):
+    return filled("every-fixture", _every_fixture)
 
 
 def _as_0007(view: str, row: dict) -> dict:
@@ -240,14 +247,15 @@ def test_history_limit_and_a_deploys_latest_boot_walk_an_index(every_fixture):
 def test_a_spooled_row_is_stored_in_hundredths_exactly_when_every_figure_is(figures):
     """The spool's row holds a sample's figures as hundredths exactly when in_hundredths holds
     for each of them (the definition, figure by figure), else the figures as they are."""
-    from ledger.db.staging import _spool_row, in_hundredths
+    from ledger.db.staging import _spool_row, in_hundredths, stamp_code
     from ledger.parsers.rules import RuntimeSample
 
     row = _spool_row(5, RuntimeSample("engine_stats", 17, "10-01 09:00:10", 0, figures))
+    stamp = stamp_code("10-01 09:00:10")
     if all(v is None or in_hundredths(v) for v in figures):
-        assert row == (5, 17, "10-01 09:00:10", 0, 1, *(None if v is None else float(round(v * 100)) for v in figures))
+        assert row == (5, 17, stamp, 0, 1, *(None if v is None else float(round(v * 100)) for v in figures))
     else:
-        assert row[:5] == (5, 17, "10-01 09:00:10", 0, 0)
+        assert row[:5] == (5, 17, stamp, 0, 0)
         assert [repr(v) for v in row[5:]] == [repr(v) for v in figures]
 
 

@@ -214,6 +214,49 @@ def test_a_new_api_server_pid_inside_a_run_of_stats_lines_starts_a_boot(tmp_path
         assert summary(parse_by(path, log, rules, run_limit=3)) == expected, path
 
 
+def _v0_prefix_line(pid: int, second: int) -> str:
+    # V0's metrics.py: "Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%", the line after its stats line
+    return (f"(APIServer pid={pid}) INFO 10-01 09:{second // 60:02d}:{second % 60:02d} [metrics.py:425] "
+            f"Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%\n")
+
+
+def stored_by(path, log, rules, **options) -> list[tuple[int, list[tuple]]]:
+    """What an ingest's runtime sink is handed parsing ``log`` one way with the ledger's store
+    (``staging.stored_row``), each sample as its stored row, by boot."""
+    from ledger.db.staging import stored_row
+
+    engine, grep, fork, numpy = path
+    scan = ScanOptions(engine=engine, large_file_bytes=0, grep=grep, fork=fork is not None, fork_min_cores=1,
+                       child_refines=fork or "never", numpy_min_block=0 if numpy else 1 << 62, **options)
+    got: dict[int, list[tuple]] = {}
+
+    def sink(boot, samples):
+        got.setdefault(boot.index, []).extend(s if type(s) is tuple else stored_row(s) for s in samples)
+
+    parsers.Parse(parsers.Source(str(log)), rules, 2026, scan, store=stored_row).run(lambda boot: None, sink)
+    return sorted(got.items())
+
+
+@pytest.mark.heavy
+def test_the_rows_worked_out_with_the_runs_are_the_samples_rows_through_every_path(tmp_path, rules):
+    """A parse given the ledger's store hands the sink each run's rows as the samples read one
+    by one would be stored, whoever refines the hits; runs end mid-series and at a restarted
+    server, and a V1 stats line that ends a run still takes the V0 prefix-hit line after it."""
+    from ledger.db.staging import stored_row
+
+    text = "".join(_stats_line(1, s, s % 5) + _access_line(1) for s in range(0, 70, 10))
+    text += _v0_prefix_line(1, 70)
+    text += "".join(_access_line(7) * 2 + _stats_line(7, s, 1) for s in range(80, 130, 10))
+    log = tmp_path / "restart.log"
+    log.write_text(text)
+    boots = reference_boots(log, rules, 2026)
+    expected = [(b.index, [stored_row(s) for s in b.runtime]) for b in boots]
+    assert [len(rows) for _, rows in expected] == [7, 5]
+    assert boots[0].runtime[-1].values["prefix_cache_hit_rate_pct"] == 12.5  # the V0 line's, on the run's last
+    for path in PATHS:
+        assert stored_by(path, log, rules, run_limit=3) == expected, path
+
+
 def fixture_lines():
     for log in FIXTURES:
         yield from enumerate(log.read_bytes().split(b"\n"), start=1)

@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 from conftest import REAL
+from dbutil import imports_of
 
 from ledger.db.columns import HEAD_REVISION
 from ledger.db.connect import connect
@@ -86,17 +87,11 @@ def test_a_new_ledger_does_not_import_alembic(tmp_path):
 def test_an_ingest_does_not_import_sqlalchemy(tmp_path):
     """The ingest writes through the sqlite3 module alone (ledger.db.connect.open_writer): into a new ledger
     and into one at the head revision, SQLAlchemy (a third of a second) is never imported."""
-    import subprocess
-    import sys
-
-    code = ("import sys; from ledger.cli import main\n"
-            "try: main(['ingest', '--db', sys.argv[1], '--year', '2026', sys.argv[2]])\n"
-            "except SystemExit as e: assert e.code in (0, None), e.code\n"
-            "print(sorted(m for m in ('sqlalchemy', 'alembic', 'pandas') if m in sys.modules))")
     db = str(tmp_path / "l.db")
     for log in (F008, next(REAL.glob("017_*.log"))):  # a new ledger, then the same one again
-        done = subprocess.run([sys.executable, "-c", code, db, str(log)], capture_output=True, text=True, check=True)
-        assert done.stdout.splitlines()[-1] == "[]"
+        codes, loaded, err = imports_of(["ingest", "--db", db, "--year", "2026", str(log)])
+        assert codes == [0], err
+        assert loaded & {"sqlalchemy", "alembic", "pandas"} == set()
     con = sqlite3.connect(db)
     assert con.execute("SELECT count(*) FROM boot").fetchone() == (2,)
     con.close()

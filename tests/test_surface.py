@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REAL, ROOT, SYNTH
+from conftest import REAL, ROOT, SYNTH, ledger_on
 from dbutil import rows, sqlite_only
 
 RESTART = SYNTH / "journald-restart-capture-oom-then-ready.log"
@@ -45,17 +45,19 @@ def as_json(cli, *args):
 
 
 @pytest.fixture
-def restart(db, cli):
+def restart(filled):
     """Two boots (failed, then ready) of one deploy, year inferred."""
-    assert cli("ingest", str(RESTART), "--label", "qwen32").exit_code == 0
-    return db
+    return filled("surface-restart", lambda db: ledger_on(db, "ingest", str(RESTART), "--label", "qwen32"))
+
+
+def _seed(db: str) -> None:
+    for name in ("bf16-3x241664-ready", "fp8-4x262144-ready", "fp8-3x262144-ready"):
+        ledger_on(db, "ingest", str(REC / f"{name}.log"), "--label", name)
 
 
 @pytest.fixture
-def seeded(db, cli):
-    for name in ("bf16-3x241664-ready", "fp8-4x262144-ready", "fp8-3x262144-ready"):
-        assert cli("ingest", str(REC / f"{name}.log"), "--label", name).exit_code == 0
-    return db
+def seeded(filled):
+    return filled("surface-seeded", _seed)
 
 
 # -- the JSON contract, command by command ---------------------------------------------------------

@@ -5,9 +5,10 @@ fixtures/decode)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, ledger_on
 
 REC = ROOT / "fixtures" / "reconcile"
 SWEEPS = ROOT / "fixtures" / "sweeps"
@@ -27,21 +28,26 @@ def run(cli, *args: str, code: int = 0) -> str:
     return r.output
 
 
+def _ingest_all(*logs: tuple[Path, str]):
+    """A build for ``filled``: each (log, label) ingested in turn."""
+    def build(db: str) -> None:
+        for path, label in logs:
+            ledger_on(db, "ingest", str(path), "--label", label)
+    return build
+
+
 @pytest.fixture
-def night(db, cli):
+def night(filled):
     """'Night ladder result (Frank's subtract-16k method)': four rungs of one deploy."""
-    for name in LADDER:
-        ingest(cli, SWEEPS / f"{name}.log", "night")
-    return db
+    return filled("sweep-night", _ingest_all(*((SWEEPS / f"{name}.log", "night") for name in LADDER)))
 
 
 @pytest.fixture
-def slots(db, cli):
+def slots(filled):
     """The fp8 boots at 3, 4, 5 and 6 slots of 262,144 tokens, one deploy."""
-    for path in (REC / "fp8-3x262144-ready.log", REC / "fp8-4x262144-ready.log", REC / "fp8-5x262144-runtime-oom.log",
-                 SWEEPS / "fp8-6x262144-kv-alloc-oom.log"):
-        ingest(cli, path, "fp8-slots")
-    return db
+    logs = (REC / "fp8-3x262144-ready.log", REC / "fp8-4x262144-ready.log", REC / "fp8-5x262144-runtime-oom.log",
+            SWEEPS / "fp8-6x262144-kv-alloc-oom.log")
+    return filled("sweep-slots", _ingest_all(*((path, "fp8-slots") for path in logs)))
 
 
 # -- sweep -----------------------------------------------------------------------------------------------
@@ -120,10 +126,9 @@ def test_a_knob_no_boot_prints_is_counted_not_guessed(night, cli):
 
 
 @pytest.fixture
-def served(db, cli):
-    ingest(cli, DECODE / "fp8-4x262144-served-136tps.log", "fp8-control")
-    ingest(cli, DECODE / "bf16-2x262144-served-129tps.log", "bf16-2x262144")
-    return db
+def served(filled):
+    return filled("sweep-served", _ingest_all((DECODE / "fp8-4x262144-served-136tps.log", "fp8-control"),
+                                              (DECODE / "bf16-2x262144-served-129tps.log", "bf16-2x262144")))
 
 
 def test_a_decode_drop_beyond_the_bound_exits_1(served, cli):
@@ -164,10 +169,9 @@ def test_a_bad_bound_is_an_error(served, cli):
 
 
 @pytest.fixture
-def qwen(db, cli):
-    ingest(cli, REC / "fp8-4x262144-ready.log", "qwen-fp8")
-    ingest(cli, REC / "bf16-3x241664-ready.log", "qwen-bf16")
-    return db
+def qwen(filled):
+    return filled("sweep-qwen", _ingest_all((REC / "fp8-4x262144-ready.log", "qwen-fp8"),
+                                            (REC / "bf16-3x241664-ready.log", "qwen-bf16")))
 
 
 def _section(markdown: str, head: str) -> list[str]:

@@ -18,6 +18,8 @@ from dbutil import rows
 from test_watch import _same_as_ingest
 from watchlog import T0, Watch, boot, crash, served
 
+# real containers (podman's start-up, conmon, an image import): heavy, run by .ci/run, not everyday
+pytestmark = pytest.mark.heavy
 PRINT_SLOWLY = "while read -r l; do printf '%s\\n' \"$l\"; sleep 0.01; done < /log/boot.log"
 
 

@@ -5,12 +5,13 @@ one, and a killed ingest leaves nothing behind (SQLite removes its temporary fil
 
 from __future__ import annotations
 
+import datetime as dt
 import heapq
 import itertools
 import math
 import operator
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ledger import parsers
@@ -106,11 +107,16 @@ class SampleSpool:
             raise RuntimeError("this spool has no Staging: its rows stay in memory")
         return self.staging
 
-    def add(self, samples: list[parsers.RuntimeSample]) -> None:
-        rows, seq = self.rows, self.seq
+    def add(self, samples: Sequence[parsers.RuntimeSample | tuple[Any, ...]]) -> None:
+        """Take a boot's next samples, each a RuntimeSample or already its ``stored_row``."""
+        rows, seq, make = self.rows, self.seq, _ROWS
         for sample in samples:
             seq += 1
-            rows[sample.kind].append(_spool_row(seq, sample))
+            kind = sample[0]
+            if type(sample) is tuple:  # a stored_row: worked out as the log was read
+                rows[kind].append((seq, *sample[1:]))
+            else:
+                rows[kind].append(make[kind](seq, sample))
         self.seq = seq
         self.held += len(samples)
         if self.held >= self.LIMIT and self.staging is not None:
@@ -185,7 +191,8 @@ class SampleSpool:
 # a spooled row of each kind: its order among the boot's samples (the rowid), then what
 # runtime_sample_row stores of it but boot_id, id and the kind — the figures already in
 # figure_1, figure_2, … (integral hundredths where that is exact), so the boot's transaction
-# only adds the time — with vLLM's stamp (no year: that is known when the boot ends)
+# only adds the time — with vLLM's stamp (no year: that is known when the boot ends) as
+# ``stamp_code`` spools it
 _SPOOL_NAMES = {kind: ["line", "stamp", "engine", "hundredths", *STORED_FIGURES[:len(FIGURE_SERIES[kind])],
                        *([PER_POSITION] if PER_POSITION in series else [])]
                 for kind, series in RUNTIME_KIND_SERIES.items()}
@@ -201,22 +208,123 @@ def in_hundredths(value: float) -> bool:
     return math.isfinite(value) and round(value * 100) / 100.0 == value
 
 
-def _spool_row(seq: int, r: parsers.RuntimeSample) -> tuple:
-    # the figures are in the kind's series order; spec decode's last series, the per-position
-    # list, is stored as JSON.  Done here, while the log is still being read, rather than in
-    # the boot's transaction at the end (in SQL it cost 0.2 s per 50,000 samples there).
+# A spooled stamp: vLLM's "MM-DD HH:MM:SS" (no year: that is known when the boot ends) as the
+# seconds from 2000-01-01 00:00:00 to that moment of 2000, a leap year, when it is one (canonical:
+# what SQLite's datetime() gives back as it is), so that the boot's transaction only adds its
+# year's start (and, in a common year, takes a day off after February: writes._sample_sql); any
+# other stamp as its text, which the transaction converts as before.  In SQL per row the date
+# functions cost ~2 us a sample; here, one conversion per distinct stamp (a served log repeats
+# each second's stamp), a dict lookup per sample.
+LEAP_YEAR_START = dt.datetime(2000, 1, 1)
+FEBRUARY_29 = 59 * 86400  # 2000-02-29 00:00:00, in seconds from 2000-01-01
+MARCH_1 = 60 * 86400
+_STAMPS: dict[str | None, int | str | None] = {None: None}
+_STAMPS_HELD = 200_000  # distinct stamps remembered (a served day has 86,400)
+
+
+def stamp_code(stamp: str | None) -> int | str | None:
+    """The spooled form of a sample's stamp (see ``LEAP_YEAR_START``)."""
+    code = _STAMPS.get(stamp, _STAMPS)
+    if code is not _STAMPS:
+        return code  # type: ignore[return-value]
+    assert stamp is not None
+    code = stamp
+    text = "2000-" + stamp
+    try:
+        when = dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        when = None
+    if when is not None and when.strftime("%Y-%m-%d %H:%M:%S") == text:
+        code = (when - LEAP_YEAR_START) // dt.timedelta(seconds=1)
+    if len(_STAMPS) >= _STAMPS_HELD:
+        _STAMPS.clear()
+        _STAMPS[None] = None
+    _STAMPS[stamp] = code
+    return code
+
+
+def stamp_text(code: int | str | None) -> str | None:
+    """The stamp a spooled stamp stands for: ``stamp_code``'s inverse."""
+    if not isinstance(code, int):
+        return code
+    return (LEAP_YEAR_START + dt.timedelta(seconds=code)).strftime("%m-%d %H:%M:%S")
+
+
+def _per_position_json(values: Any) -> str | None:
+    """Spec decode's per-position list as to_json writes it; for a list of finite floats (every
+    one a served log prints) without the encoder's calls (~3 us a record)."""
+    if values is None:
+        return None
+    try:
+        text = "[" + ", ".join(map(float.__repr__, values)) + "]"
+    except TypeError:  # not all floats
+        return to_json(values)
+    return to_json(values) if "n" in text else text  # inf, nan: the encoder's words
+
+
+def _row_function(kind: str) -> Any:
+    """``(seq, sample) -> spooled row`` for ``kind``, generated once with one statement per figure
+    (a served log has millions of samples): the figures in the kind's series order as integral
+    hundredths when every one of them is exactly that (``in_hundredths``, figure by figure),
+    else as they are; spec decode's per-position list (its last series) as JSON.  Done here,
+    while the log is still being read, rather than in the boot's transaction at the end (in SQL
+    it cost 0.2 s per 50,000 samples there)."""
+    n = len(FIGURE_SERIES[kind])
+    tail = PER_POSITION in RUNTIME_KIND_SERIES[kind]
+    v = [f"v{i}" for i in range(n)]
+    h = [f"h{i}" for i in range(n)]
+    place = "seq, r[1], stamp_code(r[2]), r[3]"
+    end = ", pp" if tail else ""
+    code = [
+        "def row(seq, r):",
+        "    figures = r[4]",
+        f"    if len(figures) != {n + tail}:",
+        "        return any_row(seq, r)",
+        f"    {', '.join(v + (['pp'] if tail else []))}, = figures",
+        *(["    pp = per_position_json(pp)"] if tail else []),
+        "    try:",
+        # round() refuses inf and NaN, which are not whole hundredths
+        *[f"        {h[i]} = None if {v[i]} is None else round({v[i]} * 100)" for i in range(n)],
+        "    except (OverflowError, ValueError):",
+        f"        return ({place}, 0, {', '.join(v)}{end})",
+        "    if " + " and ".join(f"({h[i]} is None or {h[i]} / 100.0 == {v[i]})" for i in range(n)) + ":",
+        f"        return ({place}, 1, " + ", ".join(f"None if {h[i]} is None else float({h[i]})" for i in range(n))
+        + f"{end})",
+        f"    return ({place}, 0, {', '.join(v)}{end})",
+    ]
+    names: dict[str, Any] = {"stamp_code": stamp_code, "per_position_json": _per_position_json, "any_row": _any_row}
+    exec("\n".join(code), names)  # noqa: S102 - generated from the vocabulary, not from input
+    return names["row"]
+
+
+def _any_row(seq: int, r: parsers.RuntimeSample) -> tuple:
+    # the same for figures of any length (the generated functions take their kind's)
     if r.kind == "spec_decode":
         per_position = r.figures[-1]
         figures = r.figures[:-1]
-        tail: tuple[Any, ...] = (None if per_position is None else to_json(per_position),)
+        tail: tuple[Any, ...] = (_per_position_json(per_position),)
     else:
         figures, tail = r.figures, ()
-    # every figure in_hundredths at once (one per sample of a served log: a figure at a time
-    # cost 11 us a sample, 0.6 s per 56,000): round() refuses inf and NaN, which are not
+    place = (seq, r.line, stamp_code(r.timestamp), r.engine)
     try:
         scaled = [None if v is None else round(v * 100) for v in figures]
     except (OverflowError, ValueError):
-        return (seq, r.line, r.timestamp, r.engine, 0, *figures, *tail)
+        return (*place, 0, *figures, *tail)
     if tuple([None if h is None else h / 100.0 for h in scaled]) == tuple(figures):
-        return (seq, r.line, r.timestamp, r.engine, 1, *[None if h is None else float(h) for h in scaled], *tail)
-    return (seq, r.line, r.timestamp, r.engine, 0, *figures, *tail)
+        return (*place, 1, *[None if h is None else float(h) for h in scaled], *tail)
+    return (*place, 0, *figures, *tail)
+
+
+_ROWS: dict[str, Any] = {kind: _row_function(kind) for kind in RUNTIME_KINDS}
+
+
+def stored_row(r: parsers.RuntimeSample) -> tuple:
+    """A sample as ``SampleSpool.add`` takes it ready-made (``parsers.items.Store``): its
+    spooled row with its kind where its order among the boot's samples goes."""
+    return _ROWS[r.kind](r.kind, r)
+
+
+def _spool_row(seq: int, r: parsers.RuntimeSample) -> tuple:
+    """A sample's spooled row: its order among the boot's samples, then what runtime_sample_row
+    stores of it but boot_id, id and the kind (``_SPOOL_NAMES``), its stamp as ``stamp_code``."""
+    return _ROWS[r.kind](seq, r)

@@ -10,7 +10,9 @@ the whole input's digest on boots read from a stream, and deploy settings (``led
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +23,13 @@ from ..settings import FORMULA_SETTINGS
 from .columns import COLUMNS
 from .formula import record_kv_formula, repredict_deploy
 from .staging import (
+    FEBRUARY_29,
     KIND_CODES,
+    LEAP_YEAR_START,
+    MARCH_1,
     STORED_SERIES,
     SampleSpool,
+    stamp_text,
 )
 from .writer import Writer, retrying, to_json
 
@@ -332,15 +338,36 @@ def _sample_sql(boot_id: int, first_id: int, year: int | None, source: str) -> s
     *STORED_SERIES) — the staging tables, attached to the writer's SQLite connection — into
     runtime_sample_row; the time's conversion is the one ``_sample_row`` makes."""
     if year is not None:
-        # 'YYYY-' || 'MM-DD HH:MM:SS' is NULL where the stamp is NULL, as it must be
-        full = f"('{int(year):04d}-' || stamp)"
-        real = f"COALESCE(datetime({full}) = {full}, FALSE)"  # the view gives it back as it is
-        num = f"CASE WHEN {real} THEN CAST(strftime('%s', {full}) AS INTEGER) END"
-        text = f"CASE WHEN NOT {real} THEN {full} END"
+        num, text = _stamp_sql(int(year))
     else:
         num, text = "NULL", "CAST(NULL AS VARCHAR(32))"  # vLLM's stamps lack the year: no time without one
     return (_INSERT_SAMPLE + f"SELECT {int(boot_id)}, {int(first_id) - 1} + seq, kind, line, {num}, {text}, engine, "
             f"hundredths, {', '.join(STORED_SERIES)} FROM ({source}) AS staged")
+
+
+def _stamp_sql(year: int) -> tuple[str, str]:
+    """SQL of a staged stamp (``staging.stamp_code``) as logged_at_num and logged_at_text in
+    ``year``, as ``_sample_row`` converts it: a moment of the leap year 2000 by its seconds is
+    that moment of ``year`` (plain arithmetic: in a common year the days after February 28 move
+    back one, and February 29 is no real date, so its text), any other stamp its text."""
+    full = f"('{year:04d}-' || stamp)"  # NULL where the stamp is NULL, as it must be
+    start = _year_start(year)
+    if start is None:  # a year _seconds gives no time in: the text only
+        text = (f"CASE WHEN typeof(stamp) = 'integer' THEN '{year:04d}-' || strftime('%m-%d %H:%M:%S', "
+                f"stamp + {_epoch(LEAP_YEAR_START)}, 'unixepoch') ELSE {full} END")
+        return "NULL", text
+    coded = "typeof(stamp) = 'integer'"
+    if calendar.isleap(year):
+        return f"CASE WHEN {coded} THEN {start} + stamp END", f"CASE WHEN NOT {coded} THEN {full} END"
+    num = (f"CASE WHEN {coded} THEN CASE WHEN stamp < {FEBRUARY_29} THEN {start} + stamp "
+           f"WHEN stamp >= {MARCH_1} THEN {start - 86400} + stamp END END")
+    text = (f"CASE WHEN NOT {coded} THEN {full} WHEN stamp >= {FEBRUARY_29} AND stamp < {MARCH_1} "
+            f"THEN '{year:04d}-02-29 ' || time(stamp, 'unixepoch') END")
+    return num, text
+
+
+def _epoch(when: dt.datetime) -> int:
+    return (when - _EPOCH) // dt.timedelta(seconds=1)
 
 
 def _sample_row(boot_id: int, sample_id: int, year: int | None, row: tuple) -> tuple:
@@ -349,11 +376,26 @@ def _sample_row(boot_id: int, sample_id: int, year: int | None, row: tuple) -> t
     kind, line, stamp, engine, *stored = row
     num = text = None
     if year is not None and stamp is not None:
-        text = f"{year:04d}-{stamp}"
-        num = _seconds(text)
-        if num is not None:
-            text = None
+        start = _year_start(year)
+        if type(stamp) is int and start is not None:  # as _stamp_sql: by arithmetic
+            if calendar.isleap(year) or stamp < FEBRUARY_29:
+                num = start + stamp
+            elif stamp >= MARCH_1:
+                num = start - 86400 + stamp
+            else:
+                text = f"{year:04d}-{stamp_text(stamp)}"
+        else:
+            text = f"{year:04d}-{stamp_text(stamp)}"
+            num = _seconds(text)
+            if num is not None:
+                text = None
     return (boot_id, sample_id, kind, line, num, text, engine, *stored)
+
+
+@functools.lru_cache(maxsize=64)
+def _year_start(year: int) -> int | None:
+    """Seconds since 1970 at the start of ``year``; None for a year _seconds gives no time in."""
+    return _seconds(f"{year:04d}-01-01 00:00:00")
 
 
 def _seconds(text: str) -> int | None:

@@ -297,23 +297,26 @@ class BootAssembler:
             work.latest = last
         work.digest.update(b"\n".join(run.lines))
         work.digest.update(b"\n")
-        samples = run.samples
-        first = samples[0]
+        samples = run.samples  # with rows: the first and the last only
+        first, final = samples[0], samples[-1]
         work.first_ts = work.first_ts or (first.timestamp or "", None)
-        work.last_ts = (samples[-1].timestamp or "", None)
-        for kind, n in Counter(s.kind for s in samples).items():
+        work.last_ts = (final.timestamp or "", None)
+        kinds = Counter(s.kind for s in samples) if run.kinds is None else run.kinds
+        for kind, n in kinds.items():
             boot.samples[kind] = boot.samples.get(kind, 0) + n
         # as _on_runtime one at a time: each sample lets the held-back stats sample go, and a
-        # stats sample is held back in turn
-        out = samples if work.last_stats is None else [work.last_stats, *samples]
-        if samples[-1].kind == RuntimeKind.engine_stats:
-            work.last_stats, out = out[-1], out[:-1]
+        # stats sample is held back in turn (as a sample: V0's prefix-hit line may add to it)
+        records: list[Any] = samples if run.rows is None else run.rows
+        held = work.last_stats
+        if final.kind == RuntimeKind.engine_stats:
+            work.last_stats, records = final, records[:-1]
         else:
             work.last_stats = None
+        out = records if held is None else [held, *records]
         if out:
             self._emit(boot, out)
         self._ready(boot, work, first.line, first.timestamp, None)
-        work.last_event = work.last_alive = samples[-1].line
+        work.last_event = work.last_alive = final.line
         return finished
 
     def _cut_at_run_starts(self, run: RuntimeRun) -> list[RuntimeRun]:

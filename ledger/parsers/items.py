@@ -16,7 +16,9 @@ Counts ride on the items they precede: every item carries the counted lines sinc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .lines import Line
 from .rules import Event, RuntimeSample
@@ -45,9 +47,19 @@ class RuntimeRun:
     process: str | None
     pid: int | None
     lines: list[bytes]  # every record's line
-    samples: list[RuntimeSample]
+    samples: list[RuntimeSample]  # every record's sample; with ``rows``, the first and the last only
     counts: dict[str, int]  # counted lines before the first record
     within: dict[str, int]  # and between its records
+    # a parse given a ``Store`` (the ingest): every record's sample as it stores it, and the
+    # samples of each kind — so the process that refines the hits (the scanning child, when
+    # it can) works the stored rows out, and the one that stores only writes them
+    rows: list[tuple[Any, ...]] | None = None
+    kinds: dict[str, int] | None = None
+
+
+# What a parse's runtime sink stores of a sample: (its kind, then the rest of its row as the
+# sink stores it); the sink takes these tuples among its samples (``BootAssembler``).
+Store = Callable[[RuntimeSample], tuple[Any, ...]]
 
 
 @dataclass(slots=True)

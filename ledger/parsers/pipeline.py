@@ -23,7 +23,7 @@ from .fast.counters import GREP, GrepCounts, RangeCounter, recount
 from .fast.options import DEFAULT, ScanOptions
 from .fast.runs import gather_runs, line_hits
 from .fast.scanner import Hit, scanner_for
-from .items import Counts, CountTotals, End, Header, Item, LineHit, RuntimeRun
+from .items import Counts, CountTotals, End, Header, Item, LineHit, RuntimeRun, Store
 from .lines import VLLM_LINE_SEARCH, Line
 from .rules import Event, Kind, Rule, RuleSet, RuntimeSample
 from .source import Source, SourceError, excerpt_header_end, looks_binary
@@ -62,8 +62,11 @@ class Parse:
 
     def __init__(self, source: Source, rules: RuleSet | None = None, year: int | None = None,
                  options: ScanOptions = DEFAULT, not_after: str | None = None,
-                 run_starts: Sequence[int] = (), force: bool = False):
+                 run_starts: Sequence[int] = (), force: bool = False, store: Store | None = None):
         self.source, self.year, self.options = source, year, options
+        # the runtime sink's stored rows, worked out with the runs (a run cut at a restart is
+        # cut by its samples: those stay whole then)
+        self.store = None if run_starts else store
         self.run_starts = run_starts  # lines at which a run of the process begins (BootAssembler)
         self.force = force  # read a file that reads as prose (``prose_error``) anyway
         self.not_after = not_after  # see BootAssembler: an inferred year stays before this time
@@ -104,7 +107,7 @@ class Parse:
                                  numpy_min_block=self.options.numpy_min_block)
 
     def _runs(self, hits: Iterable[Hit | RuntimeRun | Counts | End]) -> Iterator[Hit | RuntimeRun | Counts | End]:
-        return gather_runs(hits, self.rules, self.scanner.anchor_texts, self.options.run_limit)
+        return gather_runs(hits, self.rules, self.scanner.anchor_texts, self.options.run_limit, self.store)
 
     def _blocks(self) -> Iterator[bytes]:
         source = self.source
@@ -255,7 +258,10 @@ class Parse:
         """``on_boot(boot)`` is called as each boot is finished (streaming: the boots are not
         kept); without it the result holds every boot.  ``runtime_sink(boot, samples)``
         receives runtime samples (a list at a time, in line order) instead of the boot keeping
-        them."""
+        them: of a Parse given a ``store``, some as the store's tuples (``items.Store``)."""
+        if self.store is not None and runtime_sink is None:
+            self.close()
+            raise ValueError("a Parse given a store hands its samples to a runtime sink")
         try:
             self.progress = progress
             assembler = BootAssembler(self.year, runtime_sink, counts_after_scan=self.counts_after_scan,
@@ -342,18 +348,20 @@ def default_year(path: str) -> int:
 
 def start(path: str, rules: RuleSet | None = None, year: int | None = None,
           options: ScanOptions = DEFAULT, name: str | None = None, run_starts: Sequence[int] = (),
-          force: bool = False) -> Parse:
+          force: bool = False, store: Store | None = None) -> Parse:
     """Start parsing ``path`` (plain, .gz or .zst; '-' for stdin) now; ``run()`` the result.
     ``year``: the year of vLLM's MM-DD timestamps (default: the year the file was last written,
     one earlier for a boot whose month and day would fall after that moment).  ``name``: the
     source's name instead of its path; ``run_starts``: the lines at which the process was
     started again (a restarted container), each the first line of a boot of its own.
-    ``force``: read a text that reads as prose quoting vLLM lines too."""
+    ``force``: read a text that reads as prose quoting vLLM lines too; ``store``: how the
+    runtime sink ``run`` is given stores a sample (``items.Store``), worked out as the records
+    are read (in the scanning child, when it reads them)."""
     if year:
-        return Parse(Source(path, name), rules, year, options, run_starts=run_starts, force=force)
+        return Parse(Source(path, name), rules, year, options, run_starts=run_starts, force=force, store=store)
     written = written_at(path)
     return Parse(Source(path, name), rules, written.year, options,
-                 not_after=written.strftime("%Y-%m-%d %H:%M:%S"), run_starts=run_starts, force=force)
+                 not_after=written.strftime("%Y-%m-%d %H:%M:%S"), run_starts=run_starts, force=force, store=store)
 
 
 def parse_source(source: Source, rules: RuleSet | None = None, default_year: int | None = None,

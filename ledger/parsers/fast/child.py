@@ -47,16 +47,18 @@ def _reuse_freed_blocks() -> None:  # pragma: no cover - runs in the scanning ch
 
 # On the wire a hit is a tuple of its first five fields (its block stays in the child) and a run
 # a list whose samples are plain tuples: pickle rebuilds a named tuple or a dataclass by calling
-# its class, several times slower.
+# its class, several times slower.  A run with stored rows (the ingest's) carries two samples,
+# its first and last: its rows, flat tuples, cost a third of the samples to read back here.
 def _run_to_wire(run: Hit | RuntimeRun | Counts | End) -> list[Any]:
     assert type(run) is RuntimeRun  # a batch holds hits and runs only
     return [run.number, run.offset, run.process, run.pid, run.lines, list(map(tuple, run.samples)),
-            run.counts, run.within]
+            run.counts, run.within, run.rows, run.kinds]
 
 
 def _run_from_wire(data: list[Any]) -> RuntimeRun:
-    number, offset, process, pid, lines, samples, counts, within = data
-    return RuntimeRun(number, offset, process, pid, lines, list(map(_as_sample, samples)), counts, within)
+    number, offset, process, pid, lines, samples, counts, within, rows, kinds = data
+    return RuntimeRun(number, offset, process, pid, lines, list(map(_as_sample, samples)), counts, within,
+                      rows, kinds)
 
 
 _as_sample: Callable[[tuple[Any, ...]], RuntimeSample] = functools.partial(tuple.__new__, RuntimeSample)

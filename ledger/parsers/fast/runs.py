@@ -9,19 +9,25 @@ run in the scanning child or here: the items mean the same.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from ..items import Counts, End, LineHit, RuntimeRun
+from ..items import Counts, End, LineHit, RuntimeRun, Store
 from ..lines import fast_line, parse_line
 from ..rules import Rule, RuleSet, RuntimeRule
 from .scanner import Hit
 
 
 def gather_runs(hits: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet, anchor_texts: list[str],
-                run_limit: int) -> Iterator[Hit | RuntimeRun | Counts | End]:
+                run_limit: int, store: Store | None = None) -> Iterator[Hit | RuntimeRun | Counts | End]:
     """The items with consecutive fast runtime records gathered into ``RuntimeRun``s (at most
     ``run_limit`` records each); other items pass through, runs already gathered too.
-    ``anchor_texts``: the scanner's anchors, which a hit's ``anchors`` index."""
+    ``anchor_texts``: the scanner's anchors, which a hit's ``anchors`` index; ``store``: each
+    run's records as the runtime sink stores them (``RuntimeRun.rows``)."""
+    if store is not None:
+        for item in gather_runs(hits, rules, anchor_texts, run_limit):
+            yield _stored(item, store) if type(item) is RuntimeRun and item.rows is None else item
+        return
     # an anchor only one rule keys on, and that rule has a FastShape: a line holding it alone
     # and in the plain shape is read in one match
     shortcut: list[RuntimeRule | None] = []
@@ -56,6 +62,15 @@ def gather_runs(hits: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
         yield hit
     if run is not None:
         yield run
+
+
+def _stored(run: RuntimeRun, store: Store) -> RuntimeRun:
+    """``run`` with its records' stored rows, its first and last sample only."""
+    samples = run.samples
+    run.rows = list(map(store, samples))
+    run.kinds = dict(Counter(s.kind for s in samples))
+    run.samples = [samples[0], samples[-1]] if len(samples) > 1 else samples
+    return run
 
 
 def line_hits(items: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
