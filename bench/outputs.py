@@ -2,7 +2,7 @@
 before and after a change to what prints, then ``diff -r`` the two folders (the change must not
 alter a byte of what a user or a script reads).
 
-    python bench/outputs.py /tmp/outputs-before     # on the old code
+    python bench/outputs.py /tmp/outputs-before     # on the old code (--work DIR: see below)
     python bench/outputs.py /tmp/outputs-after      # on the new code
     diff -r /tmp/outputs-before /tmp/outputs-after
 
@@ -10,16 +10,17 @@ Run from the repository's folder: the fixtures are ingested by their relative pa
 stored source paths (and so the outputs) do not depend on where the checkout is.  The
 commands run in this process (click's runner: not a terminal, so no colour and no pager),
 with the terminal width unset (a pipe) and at 80 and 200 columns; ledgers are built in
-``/tmp/ledger-outputs-work`` (a fixed place: ``db current`` prints its path).  Each output
+``/tmp/ledger-outputs-work`` or ``--work DIR`` (a fixed place: ``db current`` prints its path,
+so compare two runs made with the same one; the folder is emptied first).  Each output
 file holds the exit code, stdout and stderr of one command.  Nothing here is timed.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -224,6 +225,9 @@ def main_(out: Path) -> None:
 
 if __name__ == "__main__":
     os.environ.pop("LEDGER_DB", None)
-    if len(sys.argv) != 2:
-        raise SystemExit(__doc__)
-    main_(Path(sys.argv[1]))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path, help="the folder the outputs go to (emptied first)")
+    ap.add_argument("--work", type=Path, default=WORK, help=f"where the ledgers are built (default {WORK})")
+    args = ap.parse_args()
+    WORK = args.work.absolute()
+    main_(args.out)

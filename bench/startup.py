@@ -21,13 +21,18 @@ The boots the commands name (``show A``, ``diff A B`` …) are read from the led
 newest boots, the newest one with a KV group (``sweep --group``) and a cost per token
 (``predict --like``).
 
-Usage: python bench/startup.py [--repeat N] [--ledger PATH | --scale] [--only NAME ...]
+``--cpu`` times the processor instead of the clock (user + system time of each run, from
+``getrusage``): on a loaded machine a run's wall time is mostly its wait for a core, its CPU
+time much less so (the ratio to the floor's CPU time is then the figure to read).
+
+Usage: python bench/startup.py [--repeat N] [--ledger PATH | --scale] [--only NAME ...] [--cpu]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -77,6 +82,14 @@ def wall(cmd: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t
 
 
+def cpu(cmd: list[str], env: dict[str, str]) -> float:
+    """The run's user + system time (its children's, as getrusage counts them)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
 def references(path: str) -> dict[str, str]:
     """The boots and the deploy the commands name, read from the ledger."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -91,14 +104,15 @@ def references(path: str) -> dict[str, str]:
     return {"a": str(a), "b": str(b), "g": str(group or a), "c": str(cost or a), "d": f"deploy:{deploy}"}
 
 
-def run(path: str, repeat: int, whole: bool, only: list[str] | None) -> None:
+def run(path: str, repeat: int, whole: bool, only: list[str] | None, measure=wall) -> None:
     env = dict(os.environ, LEDGER_DB=path)
     env.pop("NO_COLOR", None)
     refs = references(path)
     wall(FLOOR, env)  # warm the file cache
     wall([*LEDGER, "history", "--limit", "1"], env)
     print(f"ledger {path}: boots {refs['a']} and {refs['b']}, group {refs['g']}, cost {refs['c']}, {refs['d']}")
-    print(f"{'command':<36} {'median':>8} {'floor':>8} {'ratio':>7} {'pairs':>7}")
+    print(f"{'command':<36} {'median':>8} {'floor':>8} {'ratio':>7} {'pairs':>7}"
+          + ("  (CPU time)" if measure is cpu else ""))
     jobs = [(name, [*LEDGER, *(a.format(**refs) for a in argv)], env)
             for name, (argv, every) in COMMANDS.items() if whole or not every]
     jobs.append(("completion (show <TAB>)", LEDGER, dict(env, **COMPLETION)))
@@ -107,8 +121,8 @@ def run(path: str, repeat: int, whole: bool, only: list[str] | None) -> None:
             continue
         pairs = []
         for _ in range(repeat):
-            floor = wall(FLOOR, env)
-            pairs.append((wall(cmd, cmd_env), floor))
+            floor = measure(FLOOR, env)
+            pairs.append((measure(cmd, cmd_env), floor))
         cmd_median, floor_median = statistics.median(c for c, _ in pairs), statistics.median(f for _, f in pairs)
         print(f"{name:<36} {cmd_median:7.3f}s {floor_median:7.3f}s {cmd_median / floor_median:6.1f}x "
               f"{statistics.median(c / f for c, f in pairs):6.1f}x", flush=True)
@@ -121,18 +135,20 @@ def main() -> None:
     where.add_argument("--ledger", help="an existing SQLite ledger (default: a new one of every real fixture)")
     where.add_argument("--scale", action="store_true", help=f"the 100k-boot ledger of bench/scale.py ({SCALE_LEDGER})")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these commands (as the first column names them)")
+    ap.add_argument("--cpu", action="store_true", help="time user + system CPU, not the clock (a loaded machine)")
     args = ap.parse_args()
+    measure = cpu if args.cpu else wall
     if args.scale or args.ledger:
         path = Path(args.ledger or SCALE_LEDGER)
         if not path.exists():
             raise SystemExit(f"{path}: no ledger (python bench/scale.py --sizes 100000 --groups one --reuse builds it)")
-        run(str(path), args.repeat, whole=False, only=args.only)
+        run(str(path), args.repeat, whole=False, only=args.only, measure=measure)
         return
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "ledger.db")
         subprocess.run([*LEDGER, "ingest", "--db", path, "--label", "fixtures", *map(str, REAL)],
                        stdout=subprocess.DEVNULL, check=True)
-        run(path, args.repeat, whole=True, only=args.only)
+        run(path, args.repeat, whole=True, only=args.only, measure=measure)
 
 
 if __name__ == "__main__":

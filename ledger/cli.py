@@ -128,6 +128,8 @@ class LedgerGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise _short(exc) from None
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise  # click's own (a subcommand's --help exits): no database error to look for
         except Exception as exc:
             if isinstance(exc, _user_errors()):
                 raise Failure(str(exc)) from None
@@ -468,24 +470,20 @@ def history(fmt: str, deploy: str | None, outcome: str | None, since: str | None
       ledger history --deploy qwen-fp8 --format markdown
       ledger history --columns boot,started_at,kv_tokens --format csv
     """
-    from .queries import HISTORY_COLUMNS, HISTORY_COMPACT, iter_history
+    from .queries import HISTORY_COLUMNS, HISTORY_COMPACT, Replay, iter_history
     from .render.history import default_columns, echo_history, no_boots, says_empty
     from .since import parse_since
 
     since_at = parse_since(since) if since else None
     cols = _pick_columns(columns, default_columns(fmt, wide, HISTORY_COMPACT, HISTORY_COLUMNS), HISTORY_COLUMNS)
     with _reading(db) as ledger:
-        def rows():  # read again for each pass: printed as they are read, memory flat at any size
-            return iter_history(ledger, deploy, outcome, since_at, limit)
-
-        if says_empty(fmt):
-            first = rows()
-            found = next(first, None) is not None
-            first.close()
-            if not found:
-                filtered = bool(deploy or outcome or since)
-                click.echo(no_boots(not filtered or _boot_count(ledger) == 0), err=True)
-                return
+        # printed as they are read, read again for each pass (memory flat at any size); a few
+        # rows are read once and held (a table reads them twice: widths, then lines)
+        rows = Replay(lambda: iter_history(ledger, deploy, outcome, since_at, limit))
+        if says_empty(fmt) and not rows.any():
+            filtered = bool(deploy or outcome or since)
+            click.echo(no_boots(not filtered or _boot_count(ledger) == 0), err=True)
+            return
         echo_history(rows, cols, fmt)
 
 

@@ -14,12 +14,11 @@ the bound is ``slower`` (a failing verdict: ``check`` exits 1); no figure on eit
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from .db.connect import Ledger
-from .db.reader import get_deploy
+from .db.reader import Reader, get_deploy
 from .errors import LedgerError
 from .queries import deploy_name, pick_boot, resolve_side
 
@@ -50,6 +49,8 @@ def decode_figure(ledger: Ledger, boot_id: int) -> dict[str, Any]:
                            "ORDER BY line LIMIT 1", {"b": boot_id})
     busy = [r[0] for r in rows if r[0] is not None and (r[1] or 0) > 0]
     if busy:
+        import statistics  # here: ``check`` and ``sweep`` read boots without stats intervals without it
+
         median = statistics.median(busy)
         noise = None
         if len(busy) >= 2 and median > 0:  # the standard error of a median: 1.2533 sigma / sqrt(n)
@@ -84,16 +85,30 @@ class DecodeComparison:
 NOISE_BOOTS = 20
 
 
+def _ready_boots(s: Reader, deploy_id: int) -> int:
+    """How many ready boots a deploy has (said as "of N"): its boots, counted in its index
+    alone, less those not ready, found by the outcome index (``+deploy_id`` keeps SQLite off
+    the deploy's index there), so only the ledger's boots that are not ready have their rows
+    read.  ``deploy_id = :d AND outcome = 'ready'`` read the row of every boot of the deploy:
+    0.04 s (cached) to 0.3 s for a deploy of 10^5 boots."""
+    boots = s.scalar("SELECT COUNT(*) FROM boot WHERE deploy_id = :d", {"d": deploy_id})
+    others = s.scalar("SELECT COUNT(*) FROM boot WHERE +deploy_id = :d AND (outcome < 'ready' OR outcome > 'ready')",
+                      {"d": deploy_id})
+    return int(boots) - int(others)
+
+
 def _boot_to_boot(ledger: Ledger, deploy_id: int) -> tuple[float, str]:
     """The spread of the control deploy's latest ready boots' decode medians (their relative
     standard deviation, in percent) where two or more have one; else the prior."""
     with ledger.reading() as s:
-        ready = s.scalar("SELECT COUNT(*) FROM boot WHERE deploy_id = :d AND outcome = 'ready'", {"d": deploy_id})
         ids = s.scalars("SELECT id FROM boot WHERE deploy_id = :d AND outcome = 'ready' ORDER BY id DESC "
                         f"LIMIT {NOISE_BOOTS}", {"d": deploy_id})
+        ready = len(ids) if len(ids) < NOISE_BOOTS else _ready_boots(s, deploy_id)
     medians = [f["median_tps"] for f in (decode_figure(ledger, i) for i in reversed(ids))
                if f["median_tps"] and f["source"] == "stats intervals with running requests"]
     if len(medians) >= 2:
+        import statistics
+
         over = (f"the control's {len(medians)} ready boots" if (ready or 0) <= NOISE_BOOTS
                 else f"the control's {len(medians)} latest ready boots (of {ready})")
         return statistics.stdev(medians) / statistics.fmean(medians) * 100, f"measured over {over}"

@@ -5,25 +5,22 @@ model a deploy boots) and ``ledger rm``.  Every change goes through the ledger's
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.parsers.units import UnitError, human_bytes
 
 from .db.connect import Ledger
 from .db.reader import deploys_where, get_boot, get_deploy
-from .db.writes import (
-    DeployInfo,
-    delete_boots,
-    delete_deploy_settings,
-    move_boots,
-    put_deploy_settings,
-    set_deploy_label,
-)
 from .errors import LedgerError, shown
 from .queries import as_id, deploy_name, latest_boot, one_deploy
 from .render.values import boot_id
 from .settings import SETTINGS, typed_settings
 from .verdicts import view_rows
+
+# the writes (``ledger.db.writes``, and the model arithmetic it loads) are imported by the
+# functions that write: ``deploy list`` and ``rm``'s question only read, and start without them
+if TYPE_CHECKING:
+    from .db.writes import DeployInfo
 
 
 def parse_setting(key: str, value: str) -> str:
@@ -69,6 +66,8 @@ def set_deploy(ledger: Ledger, ref: str, assignments: list[str]) -> tuple[str, d
     for key, value in pairs:
         if key == "kv_reference_boot":
             _same_group(ledger, d_id, name, int(value))
+    from .db.writes import put_deploy_settings
+
     with ledger.writer() as writer:
         current = put_deploy_settings(writer, d_id, pairs)
     return name, typed_settings(current)
@@ -109,6 +108,8 @@ def unset_deploy(ledger: Ledger, ref: str, keys: list[str]) -> tuple[str, dict[s
         raise LedgerError(f"{name}: {', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set "
                           f"({'its settings: ' + ', '.join(sorted(have)) if have else 'it has no settings'}); "
                           f"nothing removed")
+    from .db.writes import delete_deploy_settings
+
     with ledger.writer() as writer:
         current = delete_deploy_settings(writer, d_id, keys)
     return name, typed_settings(current)
@@ -119,6 +120,8 @@ def label_deploy(ledger: Ledger, ref: str, label: str) -> tuple[str, str]:
     label = label.strip()
     if not label:
         raise LedgerError("a label cannot be empty")
+    from .db.writes import set_deploy_label
+
     d_id, before = _one_deploy(ledger, ref)
     with ledger.writer() as writer:
         set_deploy_label(writer, d_id, label)
@@ -142,6 +145,8 @@ def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: De
     else:
         assert info is not None
         dest = info
+    from .db.writes import move_boots
+
     with ledger.writer() as writer:
         deploy, came_from = move_boots(writer, [int(r) for r in refs], dest)
     with ledger.reading() as s:
@@ -170,6 +175,8 @@ def describe_boots(ledger: Ledger, refs: list[str]) -> list[dict[str, Any]]:
 
 
 def remove_boots(ledger: Ledger, ids: list[int]) -> int:
+    from .db.writes import delete_boots
+
     with ledger.writer() as writer:
         return delete_boots(writer, ids)
 

@@ -15,8 +15,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.parsers.lines import parse_line
-
 from .db.connect import Ledger
 from .db.reader import get_boot
 from .decode import DEFAULT_MAX_DROP_PCT, compare_decode, decode_figure
@@ -49,6 +47,8 @@ class Note:
 def _message(number: int | None, text: str | None) -> str | None:
     if number is None or text is None:
         return None
+    from ledger.parsers.lines import parse_line  # here: a boot without failures needs no line model
+
     return parse_line(number, text).message
 
 

@@ -6,10 +6,11 @@ keys.  ``ledger serve``'s pages read through here too.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
-from collections.abc import Generator, Iterator
-from typing import Any
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, Generic, TypeVar
 
 from ledger.parsers.units import MAX_FIGURE
 from ledger.parsers.vocabulary import FactName, Verdict, summarize
@@ -309,6 +310,51 @@ def _chunked(items: Iterator[Boot], n: int) -> Iterator[list[Boot]]:
             chunk = []
     if chunk:
         yield chunk
+
+
+T = TypeVar("T")
+REPLAY_HOLD = 1000  # rows a Replay holds to give again (a history row: about a kilobyte)
+
+
+class Replay(Generic[T]):
+    """A row source read more than once (a history table: whether there is a row, the column
+    widths, then the lines) that reads the ledger once when its rows are few: a reading holds
+    up to ``hold`` rows, and when the rows end within them every later reading gives the held
+    rows again; more rows are read again from the ledger each time (memory stays flat at any
+    size).  ``source()`` gives a new iterator of the rows."""
+
+    def __init__(self, source: Callable[[], Iterator[T]], hold: int | None = None):
+        self.source, self.hold = source, REPLAY_HOLD if hold is None else hold
+        self._held: list[T] | None = None  # every row, once a reading ended within ``hold``
+        self._begun: Iterator[T] | None = None  # a reading ``any()`` began, for the next call
+
+    def any(self) -> bool:
+        """Whether there is a row (the reading this begins is the next call's)."""
+        rows = self()
+        first = next(rows, None)
+        if first is None:
+            return False
+        self._begun = itertools.chain([first], rows)
+        return True
+
+    def __call__(self) -> Iterator[T]:
+        if self._held is not None:
+            return iter(self._held)
+        if self._begun is not None:
+            begun, self._begun = self._begun, None
+            return begun
+        return self._reading()
+
+    def _reading(self) -> Iterator[T]:
+        held: list[T] | None = []
+        for row in self.source():
+            if held is not None:
+                held.append(row)
+                if len(held) > self.hold:
+                    held = None
+            yield row
+        if held is not None:
+            self._held = held
 
 
 def history(ledger: Ledger, deploy: str | None = None, outcome: str | None = None,

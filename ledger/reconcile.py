@@ -9,11 +9,10 @@ allocator from a model config).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.parsers.vocabulary import Verdict
 
-from .allocator import Geometry, allocate, budget_for_tokens
 from .db.connect import Ledger
 from .db.reader import deploys_where
 from .errors import LedgerError
@@ -27,6 +26,10 @@ from .verdicts import (
     ceiling_lines,
     view_rows,
 )
+
+# the allocator is imported by predict_exact: ``check`` needs none of it
+if TYPE_CHECKING:
+    from .allocator import Geometry
 
 # -- predict ----------------------------------------------------------------------------------------
 
@@ -116,6 +119,8 @@ def predict_like(ledger: Ledger, ref: str | None, kv_bytes: int | None = None, t
 def predict_exact(geometry: Geometry, kv_bytes: int | None, tokens: int | None, max_model_len: int,
                   max_num_seqs: int | None, **alloc: Any) -> Prediction:
     """The exact allocator: blocks, tokens and concurrency as the engine release prints them."""
+    from .allocator import allocate, budget_for_tokens
+
     if (kv_bytes is None) == (tokens is None):
         raise LedgerError("give exactly one of --kv-bytes or --tokens")
     if kv_bytes is not None:

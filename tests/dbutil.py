@@ -52,11 +52,7 @@ print("\\n" + json.dumps([codes, sorted(sys.modules)]))
 """
 
 
-def imports_of(*commands: list[str], cwd: str | None = None, env: dict[str, str] | None = None,
-               submodules: bool = False) -> tuple[list[int], set[str], str]:
-    """Runs each command (``ledger``'s arguments) in turn in one new Python process: the exit code
-    of each, the top-level modules that process had loaded after the last (every module's full
-    name with ``submodules``), and its stderr."""
+def _probe(commands: tuple[list[str], ...], cwd: str | None, env: dict[str, str] | None) -> tuple[list[int], list[str], Any]:
     import json
     import subprocess
     import sys
@@ -65,4 +61,21 @@ def imports_of(*commands: list[str], cwd: str | None = None, env: dict[str, str]
                           text=True, check=False, cwd=cwd, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     codes, modules = json.loads(done.stdout.splitlines()[-1])
+    return codes, modules, done
+
+
+def imports_of(*commands: list[str], cwd: str | None = None, env: dict[str, str] | None = None,
+               submodules: bool = False) -> tuple[list[int], set[str], str]:
+    """Runs each command (``ledger``'s arguments) in turn in one new Python process: the exit code
+    of each, the top-level modules that process had loaded after the last (every module's full
+    name with ``submodules``), and its stderr."""
+    codes, modules, done = _probe(commands, cwd, env)
     return codes, set(modules) if submodules else {name.split(".")[0] for name in modules}, done.stderr
+
+
+def loaded_modules(*commands: list[str], env: dict[str, str] | None = None) -> tuple[list[int], set[str], str]:
+    """``imports_of`` with every module by its full name (``importlib.metadata``, not
+    ``importlib``), the process's stdout instead of its stderr, and ``env`` for the process (a
+    completion's variables)."""
+    codes, modules, done = _probe(commands, None, env)
+    return codes, set(modules), done.stdout

@@ -1,16 +1,21 @@
 """The read commands on a SQLite ledger run on the sqlite3 module alone (issue 28): SQLAlchemy,
 Alembic, pandas and matplotlib are never imported; the schema check needs no Alembic either.
-Not timed (``bench/startup.py`` times them)."""
+Nor do they import what only a write needs (``ledger.db.writes`` and the model arithmetic it
+loads), nor ``importlib.metadata`` (tabulate 0.10 imports it for its version: about three
+times the interpreter's start-up, on every table).  Not timed (``bench/startup.py`` times them)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import pytest
 from conftest import REAL
-from dbutil import imports_of
+from dbutil import imports_of, loaded_modules
 
 HEAVY = {"sqlalchemy", "alembic", "pandas", "numpy", "matplotlib"}
+# modules by their full name, not needed to read
+NOT_FOR_READS = {"importlib.metadata", "ledger.db.writes", "ledger.formula", "ledger.ingest"}
 
 READS = [
     ["history"], ["history", "--limit", "3", "--format", "json"], ["history", "--deploy", "fixtures"],
@@ -36,15 +41,15 @@ def fixture_ledger(tmp_path_factory):
 
 
 def _heavy(*args: str) -> set[str]:
-    """The heavy packages ``ledger ARGS`` imported, run in a fresh interpreter (it exits 0, or 1
-    for a check's finding)."""
-    codes, modules, err = imports_of(list(args))
-    assert codes[0] in (0, 1), err
-    return modules & HEAVY
+    """The heavy packages ``ledger ARGS`` imported, and the modules a read needs not, run in a
+    fresh interpreter (it exits 0, or 1 for a check's finding)."""
+    codes, modules, out = loaded_modules(list(args))
+    assert codes[0] in (0, 1), out
+    return {m.split(".")[0] for m in modules} & HEAVY | modules & NOT_FOR_READS
 
 
 @pytest.mark.parametrize("command", READS, ids=lambda c: " ".join(c))
-def test_a_read_command_on_sqlite_imports_no_sqlalchemy(fixture_ledger, command):
+def test_a_read_command_on_sqlite_imports_no_sqlalchemy_nor_what_writes_need(fixture_ledger, command):
     assert _heavy(*command, "--db", fixture_ledger) == set()
 
 
@@ -98,3 +103,23 @@ def test_the_read_queries_give_the_same_objects_on_sqlite3_and_on_sqlalchemy(fix
     finally:
         plain.dispose()
         orm.dispose()
+
+
+# what --help and a Tab need not load: the ledger's reading, the tables, the metadata
+NOT_FOR_HELP = {"ledger.queries", "tabulate", "importlib.metadata", "sqlalchemy"}
+
+
+@pytest.mark.parametrize("args", [["--help"], ["history", "--help"], ["show", "--help"]], ids=" ".join)
+def test_help_opens_no_ledger(args):
+    codes, modules, out = loaded_modules(args)
+    assert codes == [0] and "Usage:" in out
+    assert modules & (NOT_FOR_HELP | {"sqlite3"}) == set()
+
+
+def test_completing_a_boot_reads_the_ledger_without_its_queries(fixture_ledger):
+    env = {**os.environ, "LEDGER_DB": fixture_ledger, "_LEDGER_COMPLETE": "bash_complete",
+           "COMP_WORDS": "ledger show ", "COMP_CWORD": "2"}
+    codes, modules, out = loaded_modules([], env=env)
+    assert codes == [0]
+    assert "plain,1" in out.splitlines()  # boot 1 offered
+    assert modules & NOT_FOR_HELP == set()

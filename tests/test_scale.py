@@ -257,3 +257,64 @@ def test_a_spooled_row_is_stored_in_hundredths_exactly_when_every_figure_is(figu
     else:
         assert row[:5] == (5, 17, stamp, 0, 0)
         assert [repr(v) for v in row[5:]] == [repr(v) for v in figures]
+
+
+def test_a_replay_of_few_rows_reads_its_source_once():
+    from ledger.queries import Replay
+
+    calls = []
+
+    def source():
+        calls.append(1)
+        return iter([1, 2, 3])
+
+    rows = Replay(source, hold=3)
+    assert rows.any()
+    assert [list(rows()) for _ in range(3)] == [[1, 2, 3]] * 3
+    assert len(calls) == 1
+
+
+def test_a_replay_of_more_rows_than_it_holds_reads_its_source_each_time():
+    from ledger.queries import Replay
+
+    calls = []
+
+    def source():
+        calls.append(1)
+        return iter([1, 2, 3])
+
+    rows = Replay(source, hold=2)
+    assert rows.any()
+    assert [list(rows()) for _ in range(3)] == [[1, 2, 3]] * 3
+    assert len(calls) == 3  # any()'s reading went on as the first list
+
+
+def test_a_replay_of_no_rows_has_none_to_give():
+    from ledger.queries import Replay
+
+    rows = Replay(lambda: iter([]))
+    assert not rows.any()
+    assert list(rows()) == []
+
+
+@pytest.mark.parametrize("hold", [1000, 10])
+def test_history_reads_its_rows_once_when_they_are_few_and_prints_the_same_table(every_fixture, cli,
+                                                                                  monkeypatch, hold):
+    """A history table reads its rows twice (whether there is one and the widths, then the
+    lines): from the ledger once when they are within ``REPLAY_HOLD``, else twice; the same
+    table."""
+    import ledger.queries
+
+    readings = []
+    iter_history = ledger.queries.iter_history
+
+    def counted(*args, **kwargs):
+        readings.append(1)
+        return iter_history(*args, **kwargs)
+
+    monkeypatch.setenv("COLUMNS", "80")
+    before = cli("history").output
+    monkeypatch.setattr(ledger.queries, "iter_history", counted)
+    monkeypatch.setattr(ledger.queries, "REPLAY_HOLD", hold)
+    assert cli("history").output == before
+    assert len(readings) == (1 if hold == 1000 else 2)  # 90 fixture boots

@@ -187,6 +187,13 @@ def test_history_columns_picks_columns(restart, cli):
     assert r.exit_code == 2 and "nope: no such column" in r.output
 
 
+def test_a_table_without_rows_is_its_headers_over_their_dashes():
+    """(tabulate 0.9 fails on column alignments without rows; the layout gives it none there.)"""
+    from ledger.render.table import layout
+
+    assert layout([], ["name", "value"], align_right=["value"]) == "name  value\n----  -----"
+
+
 def test_check_fits_80_columns(cli, db, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     for name, label in (("fp8-3x200k-ready", "fp8-3slot"), ("bf16-2x200k-ready", "bf16-2slot")):
@@ -582,3 +589,11 @@ def test_an_inferred_year_is_never_later_than_the_files_mtime(tmp_path):
     boots = parsers.parse_file(str(log))
     assert boots[0].year_inferred
     assert boots[0].started_at.startswith("2025-09-28")  # not September 2026, after the file was written
+
+
+def test_json_writes_an_inf_or_nan_figure_as_null_wherever_it_stands():
+    from ledger.render.values import dumps, json_text
+
+    obj = {"a": [1.5, float("inf")], "b": {"c": float("nan")}, "d": (2.0, -float("inf"))}
+    assert dumps(obj) == '{"a": [1.5, null], "b": {"c": null}, "d": [2.0, null]}'
+    assert json_text({"a": float("nan")}) == '{\n  "a": null\n}'

@@ -317,3 +317,29 @@ def test_the_boot_to_boot_noise_reads_only_the_controls_latest_ready_boots(db, c
         assert noise == ledger.decode.BOOT_TO_BOOT_PRIOR_PCT and "club-3090" in over
     finally:
         ledger_.dispose()
+
+
+def test_the_boot_to_boot_noise_of_a_long_control_says_how_many_ready_boots_it_has(db, cli, tmp_path, monkeypatch):
+    """More ready boots than are read: "the latest K (of N)", N the ready ones only."""
+    from dbutil import _engine, dispose
+    from sqlalchemy import text as sql
+
+    import ledger.decode
+    from ledger.db.connect import open_read_only
+
+    text = (DECODE / "fp8-4x262144-served-136tps.log").read_text()
+    for hour, rate in (("09", "136."), ("11", "133."), ("13", "135."), ("15", "134.")):
+        log = tmp_path / f"control-{hour}.log"
+        log.write_text(text.replace("2026-10-02T09", f"2026-10-02T{hour}").replace("10-02 09:", f"10-02 {hour}:")
+                       .replace(" 136.", f" {rate}"))
+        ingest(cli, log, "control")
+    with _engine(db).begin() as conn:
+        conn.execute(sql("UPDATE boot SET outcome = 'failed' WHERE id = 2"))  # one boot of the four not ready
+    dispose(db)
+    monkeypatch.setattr(ledger.decode, "NOISE_BOOTS", 2)
+    ledger_ = open_read_only(db)
+    try:
+        _, over = ledger.decode._boot_to_boot(ledger_, 1)
+    finally:
+        ledger_.dispose()
+    assert over == "measured over the control's 2 latest ready boots (of 3)"

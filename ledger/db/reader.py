@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # how many ids one ``IN (...)`` list holds (SQLite's default limit on parameters is 32766;
@@ -93,10 +93,17 @@ def chunks(items: list[Any], n: int = IN_CHUNK) -> Iterator[list[Any]]:
 class Record:
     __slots__: tuple[str, ...] = ()
     COLUMNS: tuple[str, ...] = ()
+    # each column's slot setter, in COLUMNS' order: a row is set through them (twice the speed
+    # of object.__setattr__ by name; a history of 90 boots makes some 300 records)
+    _SETTERS: tuple[Callable[[Any, Any], None], ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        cls._SETTERS = tuple(getattr(cls, name).__set__ for name in cls.COLUMNS)
 
     def __init__(self, *values: Any):
-        for name, value in zip(self.COLUMNS, values, strict=True):
-            object.__setattr__(self, name, value)
+        for put, value in zip(self._SETTERS, values, strict=True):
+            put(self, value)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={getattr(self, 'id', None)!r})"

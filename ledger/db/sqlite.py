@@ -274,8 +274,6 @@ def _tidy(path: Path) -> None:
     on it) — SQLite's own test before it removes them at the close of the last connection."""
     if sys.platform != "linux":
         return  # the struct flock below is Linux's layout (macOS orders its fields otherwise)
-    import fcntl
-
     me = os.geteuid()
     wal, shm = path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
     try:
@@ -286,6 +284,8 @@ def _tidy(path: Path) -> None:
         return
     if st_wal.st_uid != me or st_shm.st_uid != me or st_wal.st_size != 0:
         return
+    import fcntl  # here: a read of one's own ledger (every read but in a shared folder) needs none
+
     try:
         shm_fd = os.open(shm, os.O_RDWR)
     except OSError:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from typing import Any
 
 TOKENS = re.compile(
@@ -26,7 +25,13 @@ class Redactor:
         home = home if home is not None else os.path.expanduser("~")
         self.home = home.rstrip("/") if home and home not in ("/", "~") else None
         if hosts is None:
-            name = socket.gethostname()
+            # gethostname(2) is uname's node name (glibc, macOS): no import of socket where it is
+            if hasattr(os, "uname"):
+                name = os.uname().nodename
+            else:
+                import socket
+
+                name = socket.gethostname()
             hosts = [name, name.split(".")[0]]
         self.hosts = sorted({h for h in hosts if len(h) >= 3 and h != "localhost"}, key=len, reverse=True)
 

@@ -146,6 +146,8 @@ def layout(cells: list[list[str]], columns: Sequence[str], align_right: Sequence
 
     tabulate_module.MIN_PADDING = 0  # columns as wide as their widest cell: the width fitting counts on it
     tabulate_module.PRESERVE_WHITESPACE = keep_spaces
-    align = ["right" if c in align_right else "left" for c in columns]
+    # no alignments for a table without rows: tabulate 0.9 fails on them (0.10 ignores them), and
+    # there each column is as wide as its header (MIN_PADDING 0), so they would change nothing
+    align = ["right" if c in align_right else "left" for c in columns] if cells else None
     text = tabulate(cells, headers=names, tablefmt="simple", colalign=align, disable_numparse=True)
     return "\n".join(line.rstrip() for line in text.splitlines())

@@ -43,7 +43,10 @@ def json_safe(value: Any) -> Any:
 def dumps(value: Any, **options: Any) -> str:
     """``json.dumps`` that only ever writes valid JSON (``json_safe``); what is not JSON's own
     type (a date) as its text.  Every JSON the ledger prints is written by this."""
-    return json.dumps(json_safe(value), allow_nan=False, default=str, **options)
+    try:  # most values hold no inf or nan: written without a copy made by json_safe first
+        return json.dumps(value, allow_nan=False, default=str, **options)
+    except ValueError:  # "Out of range float values are not JSON compliant"
+        return json.dumps(json_safe(value), allow_nan=False, default=str, **options)
 
 
 def json_text(obj: Any) -> str:
