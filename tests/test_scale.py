@@ -259,7 +259,8 @@ def test_a_spooled_row_is_stored_in_hundredths_exactly_when_every_figure_is(figu
         assert [repr(v) for v in row[5:]] == [repr(v) for v in figures]
 
 
-def test_a_replay_of_few_rows_reads_its_source_once():
+@pytest.mark.parametrize("hold, reads", [(3, 1), (2, 3)], ids=["held: read once", "more than held: read each time"])
+def test_a_replay_reads_its_source_once_when_it_holds_every_row(hold, reads):
     from ledger.queries import Replay
 
     calls = []
@@ -268,25 +269,10 @@ def test_a_replay_of_few_rows_reads_its_source_once():
         calls.append(1)
         return iter([1, 2, 3])
 
-    rows = Replay(source, hold=3)
+    rows = Replay(source, hold=hold)
     assert rows.any()
     assert [list(rows()) for _ in range(3)] == [[1, 2, 3]] * 3
-    assert len(calls) == 1
-
-
-def test_a_replay_of_more_rows_than_it_holds_reads_its_source_each_time():
-    from ledger.queries import Replay
-
-    calls = []
-
-    def source():
-        calls.append(1)
-        return iter([1, 2, 3])
-
-    rows = Replay(source, hold=2)
-    assert rows.any()
-    assert [list(rows()) for _ in range(3)] == [[1, 2, 3]] * 3
-    assert len(calls) == 3  # any()'s reading went on as the first list
+    assert len(calls) == reads  # more rows than held: any()'s reading went on as the first list
 
 
 def test_a_replay_of_no_rows_has_none_to_give():
