@@ -24,6 +24,8 @@ from . import __version__
 from .errors import LedgerError
 
 if TYPE_CHECKING:
+    from ledger.parsers.rules import RuleSet
+
     from .db.connect import Mode
 
 DB_HELP = "Ledger file or SQLAlchemy URL (env LEDGER_DB; default ~/.local/share/ledger/ledger.db)."
@@ -41,6 +43,19 @@ def _checked_commit(commit: str | None) -> str | None:
 def _check_image(image: str | None) -> None:
     if image and not _DIGEST.match(image):
         raise LedgerError(f"--image {image}: expected sha256: followed by 64 hex digits")
+
+
+def _ruleset(grammars: tuple[str, ...]) -> RuleSet:
+    """The built-in grammar with the packs in use (``--grammar``, ``$LEDGER_GRAMMARS``, the user
+    dir); with none, the pack machinery (its TOML reader, `parse`) is not imported."""
+    from ledger import parsers
+    from ledger.parsers.packdirs import packs_in_use
+
+    if not packs_in_use(grammars):
+        return parsers.builtin_ruleset()
+    from ledger.parsers.packs import discover, pack_rules
+
+    return parsers.builtin_ruleset(pack_rules(discover(grammars)))
 
 
 def db_option(f):
@@ -267,9 +282,6 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
       ledger ingest boot.log --format json    # the stored boots as export objects
       ledger ingest --force notes.md          # a text that quotes vLLM lines in prose
     """
-    from ledger import parsers
-    from ledger.parsers.packdirs import packs_in_use
-
     if as_json:
         fmt = "json"
     origins = sum(1 for x in (container, unit) if x) + (1 if logs else 0)
@@ -292,12 +304,7 @@ def ingest(logs: tuple[str, ...], container: str | None, runtime: str | None, un
         raise LedgerError("--at-boot-time takes each boot's commit from --repo; leave out --commit")
     commit = _checked_commit(commit)
     _check_image(image)
-    if packs_in_use(grammars):
-        from ledger.parsers.packs import discover, pack_rules
-
-        rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
-    else:  # no pack to load: the pack machinery is not imported
-        rules = parsers.builtin_ruleset()
+    rules = _ruleset(grammars)
     if container or unit:
         from .origins import container_origin, journal_origin, unit_origin
 
@@ -1111,9 +1118,6 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
       ledger watch --container vllm --exec 'notify-send "$LEDGER_ALERT_MESSAGE"'
       journalctl -u vllm -f | ledger watch - --kv-usage-above 90% --for 2m
     """
-    from ledger import parsers
-    from ledger.parsers.packs import discover, pack_rules
-
     from .db.connect import open_writer
     from .db.writes import DeployInfo
     from .render.watch import alert_line, note_text, summary_text
@@ -1130,7 +1134,7 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
                             decode_window=parse_duration("--decode-window", decode_window),
                             silent_for=parse_duration("--silent-for", silent_for))
     every = parse_duration("--commit-every", commit_every)
-    rules = parsers.builtin_ruleset(pack_rules(discover(grammars)))
+    rules = _ruleset(grammars)
 
     def note(what: Any) -> None:
         click.echo(note_text(what), err=True)
