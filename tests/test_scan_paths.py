@@ -99,14 +99,18 @@ PATHS = [(engine, grep, fork, numpy) for engine in ENGINES for grep in (True, Fa
          for numpy in (True, False)]
 
 
-def parse_by(path, log, rules, **options):
-    """Parse ``log`` one way: scan engine, grep counting, forked child (reading runtime records
-    or not), numpy newlines; ``options``: more ScanOptions.  The fixtures are small: every way
-    treats them as large files, so grep counts them and a child scans them too."""
+def options_for(path, **options) -> ScanOptions:
+    """The ScanOptions of one way: scan engine, grep counting, forked child (reading runtime
+    records or not), numpy newlines; ``options``: more ScanOptions.  The fixtures are small:
+    every way treats them as large files, so grep counts them and a child scans them too."""
     engine, grep, fork, numpy = path
-    scan = ScanOptions(engine=engine, large_file_bytes=0, grep=grep, fork=fork is not None, fork_min_cores=1,
+    return ScanOptions(engine=engine, large_file_bytes=0, grep=grep, fork=fork is not None, fork_min_cores=1,
                        child_refines=fork or "never", numpy_min_block=0 if numpy else 1 << 62, **options)
-    return parsers.parse_source(parsers.Source(str(log)), rules, 2026, options=scan).boots
+
+
+def parse_by(path, log, rules, **options):
+    """Parse ``log`` one way (``options_for``)."""
+    return parsers.parse_source(parsers.Source(str(log)), rules, 2026, options=options_for(path, **options)).boots
 
 
 def _holds_any(log, anchors: set[str]) -> bool:
@@ -243,15 +247,13 @@ def stored_by(path, log, rules, **options) -> list[tuple[int, list[tuple]]]:
     (``staging.stored_row``), each sample as its stored row, by boot."""
     from ledger.db.staging import stored_row
 
-    engine, grep, fork, numpy = path
-    scan = ScanOptions(engine=engine, large_file_bytes=0, grep=grep, fork=fork is not None, fork_min_cores=1,
-                       child_refines=fork or "never", numpy_min_block=0 if numpy else 1 << 62, **options)
     got: dict[int, list[tuple]] = {}
 
     def sink(boot, samples):
         got.setdefault(boot.index, []).extend(s if type(s) is tuple else stored_row(s) for s in samples)
 
-    parsers.Parse(parsers.Source(str(log)), rules, 2026, scan, store=stored_row).run(lambda boot: None, sink)
+    parsers.Parse(parsers.Source(str(log)), rules, 2026, options_for(path, **options), store=stored_row).run(
+        lambda boot: None, sink)
     return sorted(got.items())
 
 
