@@ -70,17 +70,22 @@ def upgraded_ledger(ledger: str, folder: str, name: str) -> str:
     return path
 
 
+def fresh_copy(template: str, db: str) -> str:
+    """``db`` made a copy of ``template`` again, with no WAL or shared-memory file of a run before."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.unlink(db + suffix)
+    shutil.copy(template, db)
+    return db
+
+
 def pairs(ledger: str, other: str, n: int, log: Path) -> None:
     with tempfile.TemporaryDirectory() as d:
         templates = {side: upgraded_ledger(exe, d, f"{side}.db") for side, exe in (("this", ledger), ("other", other))}
         runs: dict[str, list[tuple[float, float]]] = {"this": [], "other": []}
         for _ in range(n):
             for side, exe in (("other", other), ("this", ledger)):
-                db = os.path.join(d, "run.db")
-                for suffix in ("", "-wal", "-shm"):
-                    if os.path.exists(db + suffix):
-                        os.unlink(db + suffix)
-                shutil.copy(templates[side], db)
+                db = fresh_copy(templates[side], os.path.join(d, "run.db"))
                 runs[side].append(timed([exe, "ingest", str(log)], dict(os.environ, LEDGER_DB=db)))
     for side, exe in (("other", other), ("this", ledger)):
         w = statistics.median(r[0] for r in runs[side])
@@ -196,10 +201,7 @@ def phases(ledger: str, log: Path, repeat: int) -> None:
         out = subprocess.run([python, "-P", "-c", _LOADED, str(log), db], capture_output=True, text=True, check=True, env=env)
         modules = [m for m in json.loads(out.stdout.strip().splitlines()[-1]) if m != "__main__"]
         for _ in range(repeat):
-            for suffix in ("", "-wal", "-shm"):
-                if os.path.exists(db + suffix):
-                    os.unlink(db + suffix)
-            shutil.copy(template, db)
+            fresh_copy(template, db)
             out = subprocess.run([python, "-P", "-c", _PHASES, str(log), db, json.dumps(modules)], capture_output=True,
                                  text=True, check=False, env=env)
             if out.returncode != 0:
