@@ -99,6 +99,16 @@ def ledger_on(db: str, *args: str):
     return result
 
 
+# the seed notes' four boots (fixtures/reconcile), in the order test_reconcile and test_notes name them
+SEED_BOOTS = ["bf16-3x241664-ready", "fp8-5x262144-runtime-oom", "fp8-4x262144-ready", "fp8-3x262144-ready"]
+
+
+def ingest_seed_boots(db: str) -> None:
+    """A build for ``filled``: the ``SEED_BOOTS``, each ingested under its name as its label."""
+    for name in SEED_BOOTS:
+        ledger_on(db, "ingest", str(ROOT / "fixtures" / "reconcile" / f"{name}.log"), "--label", name)
+
+
 @pytest.fixture
 def filled(db, tmp_path_factory):
     """``filled(name, build)`` makes the test's fresh ledger what ``build(url)`` makes of an empty

@@ -12,24 +12,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, ledger_on
+from conftest import ROOT, SEED_BOOTS, ingest_seed_boots
 
 from ledger.render.redact import Redactor
 
 REC = ROOT / "fixtures" / "reconcile"
 RADIANCE = ROOT / "fixtures" / "radiance"
 DECODE = ROOT / "fixtures" / "decode"
-BOOTS = ["bf16-3x241664-ready", "fp8-5x262144-runtime-oom", "fp8-4x262144-ready", "fp8-3x262144-ready"]
-
-
-def _seed(db: str) -> None:
-    for name in BOOTS:
-        ledger_on(db, "ingest", str(REC / f"{name}.log"), "--label", name)
+BOOTS = SEED_BOOTS
 
 
 @pytest.fixture
 def seeded(filled):
-    return filled("notes-seeded", _seed)
+    return filled("seed-boots", ingest_seed_boots)
 
 
 @pytest.fixture

@@ -6,22 +6,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, SYNTH, ledger_on
+from conftest import ROOT, SEED_BOOTS, SYNTH, ingest_seed_boots
 from dbutil import dict_rows
 
 REC = ROOT / "fixtures" / "reconcile"
 RADIANCE = ROOT / "fixtures" / "radiance"
-BOOTS = ["bf16-3x241664-ready", "fp8-5x262144-runtime-oom", "fp8-4x262144-ready", "fp8-3x262144-ready"]
-
-
-def _seed(db: str) -> None:
-    for name in BOOTS:
-        ledger_on(db, "ingest", str(REC / f"{name}.log"), "--label", name)
+BOOTS = SEED_BOOTS
 
 
 @pytest.fixture
 def seeded(filled):
-    return filled("reconcile-seeded", _seed)
+    return filled("seed-boots", ingest_seed_boots)
 
 
 def view(db: str, sql: str) -> list[dict]:
