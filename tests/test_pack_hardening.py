@@ -118,6 +118,27 @@ def test_a_pattern_of_typed_fields_loads(tmp_path):
     assert load_pack(pack).rules
 
 
+def test_a_pack_loads_however_slowly_the_wall_clock_runs(tmp_path, monkeypatch):
+    """The backtracking probe counts the CPU its own matching takes, not wall time: on a busy
+    machine a 1 ms probe can take a second of wall time, and a good pack must still load.  Here
+    the wall clocks jump a second at every reading."""
+    pack = write(tmp_path, '''
+        name = "fast"
+        [[rule]]
+        pattern = "queue {a} then {b} done {n:d}"
+        samples = ["queue x then y done 3"]
+    ''')
+    now = [0.0]
+
+    def slow_clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    for clock in ("perf_counter", "monotonic", "time"):
+        monkeypatch.setattr(time, clock, slow_clock)
+    assert load_pack(pack).rules
+
+
 def test_a_nesting_bomb_given_to_ingest_is_one_line(db, cli, tmp_path):
     bomb = write(tmp_path, "x = " + "[" * 100_000 + "]" * 100_000)
     r = cli("ingest", str(RESTART), "--grammar", str(bomb))
