@@ -156,10 +156,18 @@ def runtime_frame(ledger: Ledger, ref: str, report: dict[str, Any] | None = None
             cols = [S.kind, S.line, S.logged_at, S.engine, *(getattr(S, c) for c in RUNTIME_SERIES + SPEC_SERIES)]
             rows = s.execute(select(*cols).where(S.boot_id == bid).order_by(S.line)).all()
             names = ["kind", "line", "logged_at", "engine", *RUNTIME_SERIES, *SPEC_SERIES]
-            frame = pd.DataFrame.from_records(rows, columns=names)
+            frame = _frame(rows, names)
             frame["at"] = pd.to_datetime(frame["logged_at"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
     report = report if report is not None else runtime_report(ledger, str(bid))
     return frame, report
+
+
+def _frame(rows: Any, names: list[str]) -> pd.DataFrame:
+    """A frame of result rows.  As plain tuples: pandas asks each SQLAlchemy ``Row`` whether it
+    has a ``dtype`` (a failed attribute lookup each), 0.13 s of a 10-hour runtime page's 0.8 s."""
+    import pandas as pd
+
+    return pd.DataFrame.from_records(list(map(tuple, rows)), columns=names)
 
 
 def _binned_runtime(s: Any, bid: int) -> pd.DataFrame | None:
@@ -203,7 +211,7 @@ def _binned_runtime(s: Any, bid: int) -> pd.DataFrame | None:
          .where(S.boot_id == bid, R.logged_at_num.is_not(None))
          .group_by(S.kind, S.engine, bucket).order_by(bucket, S.kind, S.engine))
     names = ["kind", "line", "bucket", "engine", *series]
-    frame = pd.DataFrame.from_records(s.execute(q).all(), columns=names)
+    frame = _frame(s.execute(q).all(), names)
     for c in series:
         frame[c] = pd.to_numeric(frame[c], errors="coerce")
     frame["at"] = pd.to_datetime(frame["bucket"].astype("int64") * width, unit="s")
