@@ -60,7 +60,8 @@ def test_a_real_log_appended_while_watched_is_stored_as_ingest_stores_it(db, tmp
 def test_a_ready_boot_is_stored_while_the_server_still_serves(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0))
-    w = Watch(db, str(log), "--format", "jsonl")
+    # samples committed every 0.2 s (not 5 s): the batch comes while the server serves, sooner
+    w = Watch(db, str(log), "--format", "jsonl", "--commit-every", "200ms")
     # the start-up ended: stored now, before any next boot or the end of the watch
     assert wait_until(lambda: _boots(db) == [(1, "ready")], what="the ready boot in the ledger")
     append(log, served(T0, 3))
@@ -161,13 +162,15 @@ def test_a_commit_that_is_not_a_hex_sha_is_refused_before_anything_is_watched(db
 
 
 class _Chunks:
-    """A follower that hands out chunks of a log, pausing ``pause`` seconds before each (the
-    watch writes what it read in the pauses), and calls ``before(i)`` before chunk ``i``."""
+    """A follower that hands out chunks of a log, pausing ``pause`` seconds before each, and
+    after the first only once ``stored()`` (the watch wrote the boot in the pause: a fixed
+    pause long enough for it on a busy machine was 1.5 s a chunk); it calls ``before(i)``
+    before chunk ``i``."""
 
     caught_up = True
 
-    def __init__(self, chunks: list[str], before, pause: float = 1.5):
-        self.chunks, self.before, self.pause, self.i = chunks, before, pause, 0
+    def __init__(self, chunks: list[str], before, stored, pause: float = 0.3):
+        self.chunks, self.before, self.stored, self.pause, self.i = chunks, before, stored, pause, 0
         self.next_at = 0.0
 
     def read(self, timeout: float) -> bytes | None:
@@ -175,8 +178,8 @@ class _Chunks:
 
         if self.i == len(self.chunks):
             return None
-        if time.monotonic() < self.next_at:
-            time.sleep(min(timeout, self.next_at - time.monotonic()))
+        if time.monotonic() < self.next_at or (self.i and not self.stored()):
+            time.sleep(min(timeout, max(0.01, self.next_at - time.monotonic())))
             return b""
         self.before(self.i)
         chunk = self.chunks[self.i]
@@ -201,8 +204,8 @@ def test_a_lost_connection_is_opened_again_and_nothing_is_lost(db, tmp_path):
         if i == 1:  # the connection goes away under the watch (a server restarted, a lost mount)
             session.writer.conn.close()
 
-    session = Session(lambda: open_writer(db), _Chunks(chunks, before), Settings("vllm.log", db_backoff=0.05),
-                      on_note=notes.append)
+    session = Session(lambda: open_writer(db), _Chunks(chunks, before, lambda: session.written),
+                      Settings("vllm.log", db_backoff=0.05), on_note=notes.append)
     session.run()
     assert any("trying again" in n for n in notes)
     log = tmp_path / "vllm.log"
@@ -233,7 +236,8 @@ def test_a_ledger_that_stays_lost_is_one_error_after_the_retries(db, tmp_path):
             session.writer.conn.close()
 
     chunks = [boot(T0), served(T0, 3)]
-    session = Session(opener, _Chunks(chunks, before), Settings("vllm.log", db_tries=3, db_backoff=0.05))
+    session = Session(opener, _Chunks(chunks, before, lambda: session.written),
+                      Settings("vllm.log", db_tries=3, db_backoff=0.05))
     with pytest.raises(LedgerError) as err:
         session.run()
     assert str(err.value).startswith("lost the ledger: ")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -90,7 +91,8 @@ def test_kv_cache_usage_above_the_threshold_for_long_enough_then_back(db, tmp_pa
 def test_kv_usage_above_for_less_than_the_duration_says_nothing(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0))
-    w = Watch(db, str(log), "--format", "jsonl", "--kv-usage-above", "95%", "--for", "5m")
+    # samples committed every 0.1 s (not 5 s): their rows say the watch has read the lines
+    w = Watch(db, str(log), "--format", "jsonl", "--kv-usage-above", "95%", "--for", "5m", "--commit-every", "100ms")
     wait_until(lambda: _ready(db))
     append(log, served(T0, 6, kv=99.0) + served(T0 + MIN, 2, kv=50.0))
     wait_until(lambda: rows(db, "SELECT count(*) FROM runtime_sample")[0][0] >= 7)
@@ -115,7 +117,7 @@ def test_decode_below_the_deploys_previous_boot_is_a_drop(db, tmp_path):
 def test_no_stats_line_while_requests_ran_is_hung_then_recovered(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0))
-    w = Watch(db, str(log), "--format", "jsonl", "--silent-for", "2s")
+    w = Watch(db, str(log), "--format", "jsonl", "--silent-for", "1s")
     wait_until(lambda: _ready(db))
     append(log, served(T0, 2, running=4))
     line = w.wait_line(lambda x: '"hung"' in x, timeout=15)
@@ -129,13 +131,12 @@ def test_no_stats_line_while_requests_ran_is_hung_then_recovered(db, tmp_path):
 def test_an_idle_server_is_not_hung(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0))
-    w = Watch(db, str(log), "--format", "jsonl", "--silent-for", "1s")
+    # samples committed every 0.1 s (not 5 s): their rows say the watch has read the lines
+    w = Watch(db, str(log), "--format", "jsonl", "--silent-for", "500ms", "--commit-every", "100ms")
     wait_until(lambda: _ready(db))
     append(log, served(T0, 3, running=0))
     wait_until(lambda: rows(db, "SELECT count(*) FROM runtime_sample")[0][0] >= 2)
-    import time
-
-    time.sleep(2.5)
+    time.sleep(1.5)  # three times --silent-for: a hung alert would have come
     assert w.stop() == 0
     assert "hung" not in _kinds(w.alerts())
 
@@ -186,15 +187,17 @@ def test_a_failing_exec_is_reported_and_the_watch_goes_on(db, tmp_path):
 
 
 class _Hook:
-    """An HTTP endpoint on 127.0.0.1 that answers 500 to its first ``failures`` requests."""
+    """An HTTP endpoint on 127.0.0.1 that answers 500 to its first ``failures`` requests;
+    ``at`` holds when each request came (time.monotonic)."""
 
     def __init__(self, failures: int = 0):
-        self.failures, self.got = failures, []
+        self.failures, self.got, self.at = failures, [], []
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                hook.at.append(time.monotonic())
                 hook.got.append((dict(self.headers), body))
                 code = 500 if len(hook.got) <= hook.failures else 200
                 self.send_response(code)
@@ -206,7 +209,8 @@ class _Hook:
 
         self.server = HTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # shutdown() waits for serve_forever's next look at its flag: every 0.05 s, not its 0.5 s
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
@@ -223,11 +227,15 @@ def hook(request):
 def test_the_webhook_is_retried_after_failures_and_gets_the_alert_once(db, tmp_path, hook):
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
-    w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url)
+    # the back-off shortened (its default is 1 s): the retries are what is tested, not the wait
+    w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-backoff", "200ms")
     line = w.wait_line(lambda x: '"boot_failed"' in x)
     wait_until(lambda: len(hook.got) == 3, timeout=20, what="two failures, then delivered")
     assert w.stop() == 0
     assert [json.loads(body) for _, body in hook.got] == [json.loads(line)] * 3
+    # each retry waited its back-off, doubled: 0.2 s, then 0.4 s
+    gaps = [b - a for a, b in zip(hook.at, hook.at[1:], strict=False)]
+    assert gaps[0] >= 0.2 and gaps[1] >= 0.4, gaps
     assert "--webhook" not in w.stderr
 
 
@@ -235,7 +243,7 @@ def test_the_webhook_is_retried_after_failures_and_gets_the_alert_once(db, tmp_p
 def test_a_webhook_that_keeps_failing_is_tried_a_bounded_number_of_times(db, tmp_path, hook):
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
-    w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url)
+    w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-backoff", "50ms")
     w.wait_line(lambda x: '"boot_failed"' in x)
     wait_until(lambda: len(hook.got) == 4, timeout=30, what="four tries")
     assert w.stop() == 0

@@ -37,6 +37,13 @@ from ..db.writes import DeployInfo
 from ..errors import LedgerError
 from .alerts import Alert, Alerter, Thresholds
 
+# How long one read waits for lines before the loop looks at the clock again (a due batch, a
+# silence, Ctrl-C): a stop is seen within it.  A file is looked at every 0.05 s whatever this is
+# (follow.POLL_S), so a shorter wait costs a pass of the loop, not a read; 0.5 s made every
+# Ctrl-C and SIGTERM wait up to half a second.  While a boot's write is due, 0.05 s.
+READ_WAIT_S = 0.1
+READ_WAIT_DUE_S = 0.05
+
 
 @dataclass
 class Settings:
@@ -119,7 +126,7 @@ class Watch:
             ended = False
             while not self.stopping:
                 waiting = self._waiting()
-                data = self.follower.read(0.05 if waiting else 0.5)
+                data = self.follower.read(READ_WAIT_DUE_S if waiting else READ_WAIT_S)
                 now = self.clock()
                 if data is None:
                     ended = True

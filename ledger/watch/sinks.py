@@ -25,7 +25,7 @@ from ..render import dumps
 EXEC_TIMEOUT_S = 30.0
 WEBHOOK_TIMEOUT_S = 10.0
 WEBHOOK_TRIES = 4  # one try and three retries: after 1 s, 2 s and 4 s
-WEBHOOK_BACKOFF_S = 1.0
+WEBHOOK_BACKOFF_S = 1.0  # the first retry's wait (--webhook-backoff), doubled before each next one
 CLOSE_WAIT_S = 30.0  # at exit, how long the alerts still queued may take
 
 
