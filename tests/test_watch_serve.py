@@ -20,7 +20,8 @@ def _get(base: str, path: str) -> str:
 def test_a_watched_boot_s_page_refreshes_and_its_deploy_is_marked_watched(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0) + served(T0, 3))
-    w = Watch(db, str(log), "--label", "qwen-live")
+    # samples committed every 0.2 s (not 5 s): the page shows the next batch sooner
+    w = Watch(db, str(log), "--label", "qwen-live", "--commit-every", "200ms")
     wait_until(lambda: _boots(db) == [(1, "ready")])
     server, base = _start(db)
     try:
