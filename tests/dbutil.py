@@ -38,17 +38,19 @@ def dispose(db: str) -> None:
 
 
 # runs ledger commands one after another in this fresh interpreter, as `ledger ARGS` runs each, then
-# prints (last, on stdout) each one's exit code and the modules loaded by then
+# prints (last, on stdout) each one's exit code, the modules loaded by then, and the top-level
+# modules loaded after each command
 _IMPORTS_PROBE = """import json, sys
 from ledger.cli import main
-codes = []
+codes, steps = [], []
 for args in json.loads(sys.argv[1]):
     try:
         main(args, prog_name="ledger")
         codes.append(0)
     except SystemExit as exit:
         codes.append(0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1)
-print("\\n" + json.dumps([codes, sorted(sys.modules)]))
+    steps.append(sorted({name.split(".")[0] for name in sys.modules}))
+print("\\n" + json.dumps([codes, sorted(sys.modules), steps]))
 """
 
 
@@ -60,7 +62,7 @@ def _probe(commands: tuple[list[str], ...], cwd: str | None, env: dict[str, str]
     done = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, json.dumps(commands)], capture_output=True,
                           text=True, check=False, cwd=cwd, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
-    codes, modules = json.loads(done.stdout.splitlines()[-1])
+    codes, modules, _steps = json.loads(done.stdout.splitlines()[-1])
     return codes, modules, done
 
 
@@ -71,6 +73,15 @@ def imports_of(*commands: list[str], cwd: str | None = None, env: dict[str, str]
     name with ``submodules``), and its stderr."""
     codes, modules, done = _probe(commands, cwd, env)
     return codes, set(modules) if submodules else {name.split(".")[0] for name in modules}, done.stderr
+
+
+def imports_after_each(*commands: list[str], cwd: str | None = None) -> tuple[list[int], list[set[str]], str]:
+    """``imports_of`` that says which top-level modules were loaded after each command (one
+    process for a test that asks of several commands, instead of one process each)."""
+    import json
+
+    codes, _modules, done = _probe(commands, cwd, None)
+    return codes, [set(step) for step in json.loads(done.stdout.splitlines()[-1])[2]], done.stderr
 
 
 def loaded_modules(*commands: list[str], env: dict[str, str] | None = None) -> tuple[list[int], set[str], str]:
