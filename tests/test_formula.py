@@ -371,7 +371,8 @@ def test_a_watched_boot_learns_from_its_specdecoding_metrics_that_it_speculates(
         got = dict_rows(db, "SELECT reason, predicted_tokens FROM kv_formula WHERE boot_id = 2")
         return (got[0]["reason"] or f"predicted {got[0]['predicted_tokens']}") if got else ""
 
-    w = Watch(db, str(log), "--label", "watched", "--format", "jsonl")
+    # samples committed every 0.2 s (not 5 s): the batch that carries the SpecDecoding line comes sooner
+    w = Watch(db, str(log), "--label", "watched", "--format", "jsonl", "--commit-every", "200ms")
     try:
         assert wait_until(lambda: reason().startswith("predicted"), what="the ready boot's prediction")
         append(log, served(T0, 1) + SPEC_LINE + served(T0 + dt.timedelta(seconds=10), 2))
