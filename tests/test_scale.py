@@ -247,16 +247,17 @@ def test_history_limit_and_a_deploys_latest_boot_walk_an_index(every_fixture):
 def test_a_spooled_row_is_stored_in_hundredths_exactly_when_every_figure_is(figures):
     """The spool's row holds a sample's figures as hundredths exactly when in_hundredths holds
     for each of them (the definition, figure by figure), else the figures as they are."""
-    from ledger.db.staging import _spool_row, in_hundredths, stamp_code
+    from ledger.db.staging import STORED_FIGURES, in_hundredths, stamp_code, stored_row
     from ledger.parsers.rules import RuntimeSample
 
-    row = _spool_row(5, RuntimeSample("engine_stats", 17, "10-01 09:00:10", 0, figures))
+    row = stored_row(RuntimeSample("engine_stats", 17, "10-01 09:00:10", 0, figures))
     stamp = stamp_code("10-01 09:00:10")
+    unprinted = (None,) * (len(STORED_FIGURES) - len(figures) + 1)  # the figure columns past them, the per-position list
     if all(v is None or in_hundredths(v) for v in figures):
-        assert row == (5, 17, stamp, 0, 1, *(None if v is None else float(round(v * 100)) for v in figures))
+        assert row == (0, 17, stamp, 0, 1, *(None if v is None else float(round(v * 100)) for v in figures), *unprinted)
     else:
-        assert row[:5] == (5, 17, stamp, 0, 0)
-        assert [repr(v) for v in row[5:]] == [repr(v) for v in figures]
+        assert row[:5] == (0, 17, stamp, 0, 0)
+        assert [repr(v) for v in row[5:]] == [repr(v) for v in (*figures, *unprinted)]
 
 
 @pytest.mark.parametrize("hold, reads", [(3, 1), (2, 3)], ids=["held: read once", "more than held: read each time"])

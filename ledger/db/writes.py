@@ -123,9 +123,9 @@ def store_boots(writer: Writer, pending: list[Pending]) -> None:
         boot = p.boot
         year = (boot.started_at or boot.ready_at or boot.ended_at or "")[:4] or None
         spool = p.spool
-        attached = spool is not None and spool.staging is not None and bool(spool.tables) and spool.staging.attached
+        attached = spool is not None and spool.staging is not None and spool.table is not None and spool.staging.attached
         if spool is not None and attached:
-            spool.flush()  # all of it into the staging tables, which the writer's connection sees
+            spool.flush()  # all of it into the staging table, which the writer's connection sees
         steps.append((p, info, year, attached))
 
     def write() -> None:
@@ -342,7 +342,7 @@ def _supersede(writer: Writer, cur: Any, earlier: list[int], bid: int) -> None:
 
 # the staged rows and the spool's batches are (kind, line, stamp, engine, hundredths,
 # *STORED_FIGURES, per-position), the figures already as runtime_sample_row stores them
-# (models.RuntimeSampleRow; staging._spool_row): what is left is the time, seconds since 1970
+# (models.RuntimeSampleRow; staging.stored_row): what is left is the time, seconds since 1970
 _INSERT_SAMPLE = ("INSERT INTO runtime_sample_row (boot_id, id, kind, line, logged_at_num, logged_at_text, engine, "
                   f"hundredths, {', '.join(STORED_SERIES)}) ")
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -350,7 +350,7 @@ _EPOCH = dt.datetime(1970, 1, 1)
 
 def _sample_sql(boot_id: int, first_id: int, year: int | None, source: str) -> str:
     """INSERT … SELECT of ``source``'s rows (seq, kind, line, stamp, engine, hundredths,
-    *STORED_SERIES) — the staging tables, attached to the writer's SQLite connection — into
+    *STORED_SERIES) — the staging table, attached to the writer's SQLite connection — into
     runtime_sample_row; the time's conversion is the one ``_sample_row`` makes."""
     if year is not None:
         num, text = _stamp_sql(int(year))

@@ -57,8 +57,8 @@ class RuntimeRun:
     kinds: dict[str, int] | None = None
 
 
-# What a parse's runtime sink stores of a sample: (its kind, then the rest of its row as the
-# sink stores it); the sink takes these tuples among its samples (``BootAssembler``).
+# What a parse's runtime sink stores of a sample: (its kind, as the sink codes it, then the rest
+# of its row as the sink stores it); the sink takes these tuples among its samples (``BootAssembler``).
 Store = Callable[[RuntimeSample], tuple[Any, ...]]
 
 
