@@ -256,34 +256,22 @@ def test_the_sweep_chart_marks_outcomes_and_draws_the_contract(night):
 
 
 def test_serves_deploy_page_has_the_sweep_chart(night, cli):
-    import urllib.request
-
-    from test_serve import _start, _stop
+    from test_serve import pages
 
     ingest(cli, REC / "bf16-3x241664-ready.log", "one-boot")
-    proc, base = _start(night)
-    try:
-        with urllib.request.urlopen(base + "/deploy/1", timeout=60) as r:
-            page = r.read().decode()
-        with urllib.request.urlopen(base + "/deploy/2", timeout=60) as r:
-            single = r.read().decode()
-    finally:
-        _stop(proc)
+    with pages(night) as get:
+        (status, page), (_, single) = get("/deploy/1"), get("/deploy/2")
+    assert status == 200
     assert 'id="sweep-chart"' in page and "largest passing 241,664" in page
     assert 'id="sweep-chart"' not in single  # one boot: nothing varies
 
 
 def test_serves_diff_page_has_the_derived_rows_and_the_markdown(qwen, cli):
-    import urllib.request
+    from test_serve import pages
 
-    from test_serve import _start, _stop
-
-    proc, base = _start(qwen)
-    try:
-        with urllib.request.urlopen(base + "/diff?a=qwen-fp8&b=qwen-bf16", timeout=60) as r:
-            page = r.read().decode()
-    finally:
-        _stop(proc)
+    with pages(qwen) as get:
+        status, page = get("/diff?a=qwen-fp8&b=qwen-bf16")
+    assert status == 200
     assert 'id="diff-derived"' in page and "13,838.52 B/token (exact)" in page
     assert "| max_concurrency | 4.12x | 3.30x | -0.82x | -19.90% |" in page  # the commit-message block
 

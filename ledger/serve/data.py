@@ -145,10 +145,10 @@ def runtime_frame(ledger: Ledger, ref: str, report: dict[str, Any] | None = None
     pass it when the caller has it already).  A boot of more than ``DOWNSAMPLE_OVER`` timed
     stats intervals comes as one row per engine and chart bin, the bin's means, averaged by the
     database (``frame.attrs``: the bin and the interval, for ``charts.runtime_series``)."""
+    with ledger.reading() as r:
+        bid = resolve_boot(r, ref).id  # a reference to no boot is a 404 before pandas loads
     import pandas as pd
 
-    with ledger.reading() as r:
-        bid = resolve_boot(r, ref).id
     with ledger.Session() as s:
         frame = _binned_runtime(s, bid)
         if frame is None:
