@@ -88,6 +88,39 @@ def quick_start_run(tmp_path_factory):
 _TEMPLATES: dict[str, Path] = {}
 
 
+def _shared_folder(tmp_path_factory) -> Path:
+    """A folder of this run that every xdist worker sees (the workers' base folders are inside
+    one per run); without xdist, the run's own base folder."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _template(name: str, build, tmp_path_factory) -> Path:
+    """The ledger ``build`` makes of an empty one, built once per run: the first worker to ask
+    builds it under a lock (one build costs far more than waiting for it), the others copy it."""
+    import fcntl
+
+    import dbutil
+
+    template = _TEMPLATES.get(name)
+    if template is not None:
+        return template
+    folder = _shared_folder(tmp_path_factory) / "ledger-templates"
+    folder.mkdir(exist_ok=True)
+    template = folder / f"{name}.db"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not template.exists():
+            building = tmp_path_factory.mktemp(f"template-{name}") / "ledger.db"
+            build(str(building))
+            dbutil.dispose(str(building))
+            # the copy is the file alone: everything committed must be in it, not in a -wal
+            assert not Path(f"{building}-wal").exists(), f"{building}-wal is left after the build"
+            os.replace(building, template)  # whole or not at all, for the workers that wait
+    _TEMPLATES[name] = template
+    return template
+
+
 def ledger_on(db: str, *args: str):
     """``ledger --db DB ARGS`` in this process, asserted to exit 0 (for the builds of ``filled``)."""
     from click.testing import CliRunner
@@ -112,8 +145,8 @@ def ingest_seed_boots(db: str) -> None:
 @pytest.fixture
 def filled(db, tmp_path_factory):
     """``filled(name, build)`` makes the test's fresh ledger what ``build(url)`` makes of an empty
-    one, and returns its location. On SQLite ``build`` runs once per worker, into a template
-    ledger whose file is then copied (a schema and an ingest cost far more than a file copy); on
+    one, and returns its location. On SQLite ``build`` runs once per run (``_template``: the xdist
+    workers share it), into a template ledger whose file is then copied (a schema and an ingest cost far more than a file copy); on
     PostgreSQL it runs on the test's own database. ``name`` names what ``build`` makes: one name,
     one build. A second fill in the same test builds on what the first made, in place."""
     filled_once: list[str] = []
@@ -127,15 +160,7 @@ def filled(db, tmp_path_factory):
             build(db)
             return db
         filled_once.append(name)
-        template = _TEMPLATES.get(name)
-        if template is None:
-            template = tmp_path_factory.mktemp(f"template-{name}") / "ledger.db"
-            build(str(template))
-            dbutil.dispose(str(template))
-            # the copy is the file alone: everything committed must be in it, not in a -wal
-            assert not Path(f"{template}-wal").exists(), f"{template}-wal is left after the build"
-            _TEMPLATES[name] = template
-        shutil.copyfile(template, db)
+        shutil.copyfile(_template(name, build, tmp_path_factory), db)
         return db
 
     return fill

@@ -5,10 +5,16 @@ marks the watched deploy, and neither mark stays once the watch has stopped."""
 from __future__ import annotations
 
 import datetime as dt
+import urllib.request
 
-from test_serve import pages
+from test_serve import _start, _stop
 from test_watch import _boots
 from watchlog import T0, Watch, append, boot, served, wait_until
+
+
+def _get(base: str, path: str) -> str:
+    with urllib.request.urlopen(base + path, timeout=20) as r:
+        return r.read().decode()
 
 
 def test_a_watched_boot_s_page_refreshes_and_its_deploy_is_marked_watched(db, tmp_path):
@@ -17,22 +23,19 @@ def test_a_watched_boot_s_page_refreshes_and_its_deploy_is_marked_watched(db, tm
     # samples committed every 0.2 s (not 5 s): the page shows the next batch sooner
     w = Watch(db, str(log), "--label", "qwen-live", "--commit-every", "200ms")
     wait_until(lambda: _boots(db) == [(1, "ready")])
-    with pages(db) as get:  # serve's application, reading the ledger the watch writes
-
-        def page_at(path: str) -> str:
-            status, text = get(path)
-            assert status == 200, path
-            return text
-
-        page = page_at("/boot/1")
+    server, base = _start(db)
+    try:
+        page = _get(base, "/boot/1")
         assert '<meta http-equiv="refresh" content="10">' in page
         assert 'class="live"' in page
-        deploys = page_at("/")
+        deploys = _get(base, "/")
         assert 'class="live"' in deploys and ">watched<" in deploys
         append(log, served(T0 + dt.timedelta(minutes=5), 4))
         # the next request sees the batch stored meanwhile (the page's cache follows the ledger)
-        wait_until(lambda: "6 stats intervals" in page_at("/boot/1"), what="the new batch on the page")
+        wait_until(lambda: "6 stats intervals" in _get(base, "/boot/1"), what="the new batch on the page")
         assert w.stop() == 0
-        page = page_at("/boot/1")
+        page = _get(base, "/boot/1")
         assert "http-equiv=\"refresh\"" not in page
-        assert ">watched<" not in page_at("/")
+        assert ">watched<" not in _get(base, "/")
+    finally:
+        _stop(server)
