@@ -146,8 +146,8 @@ def ingest_seed_boots(db: str) -> None:
 def filled(db, tmp_path_factory):
     """``filled(name, build)`` makes the test's fresh ledger what ``build(url)`` makes of an empty
     one, and returns its location. On SQLite ``build`` runs once per run (``_template``: the xdist
-    workers share it), into a template ledger whose file is then copied (a schema and an ingest cost far more than a file copy); on
-    PostgreSQL it runs on the test's own database. ``name`` names what ``build`` makes: one name,
+    workers share it), into a template ledger whose file is then copied (a schema and an ingest
+    cost far more than a file copy); on PostgreSQL it runs on the test's own database. ``name`` names what ``build`` makes: one name,
     one build. A second fill in the same test builds on what the first made, in place."""
     filled_once: list[str] = []
 

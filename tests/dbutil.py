@@ -38,23 +38,24 @@ def dispose(db: str) -> None:
 
 
 # runs ledger commands one after another in this fresh interpreter, as `ledger ARGS` runs each, then
-# prints (last, on stdout) each one's exit code, the modules loaded by then, and the top-level
-# modules loaded after each command
+# prints (last, on stdout) each one's exit code and the modules (full names) loaded after each
 _IMPORTS_PROBE = """import json, sys
 from ledger.cli import main
-codes, steps = [], []
+codes, loaded = [], []
 for args in json.loads(sys.argv[1]):
     try:
         main(args, prog_name="ledger")
         codes.append(0)
     except SystemExit as exit:
         codes.append(0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1)
-    steps.append(sorted({name.split(".")[0] for name in sys.modules}))
-print("\\n" + json.dumps([codes, sorted(sys.modules), steps]))
+    loaded.append(sorted(sys.modules))
+print("\\n" + json.dumps([codes, loaded]))
 """
 
 
-def _probe(commands: tuple[list[str], ...], cwd: str | None, env: dict[str, str] | None) -> tuple[list[int], list[str], Any]:
+def _probe(commands: tuple[list[str], ...], cwd: str | None, env: dict[str, str] | None
+           ) -> tuple[list[int], list[list[str]], Any]:
+    """The commands' exit codes and, after each, the modules loaded (full names), and the run."""
     import json
     import subprocess
     import sys
@@ -62,8 +63,12 @@ def _probe(commands: tuple[list[str], ...], cwd: str | None, env: dict[str, str]
     done = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, json.dumps(commands)], capture_output=True,
                           text=True, check=False, cwd=cwd, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
-    codes, modules, _steps = json.loads(done.stdout.splitlines()[-1])
-    return codes, modules, done
+    codes, loaded = json.loads(done.stdout.splitlines()[-1])
+    return codes, loaded, done
+
+
+def _top_level(modules: list[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
 
 
 def imports_of(*commands: list[str], cwd: str | None = None, env: dict[str, str] | None = None,
@@ -71,22 +76,20 @@ def imports_of(*commands: list[str], cwd: str | None = None, env: dict[str, str]
     """Runs each command (``ledger``'s arguments) in turn in one new Python process: the exit code
     of each, the top-level modules that process had loaded after the last (every module's full
     name with ``submodules``), and its stderr."""
-    codes, modules, done = _probe(commands, cwd, env)
-    return codes, set(modules) if submodules else {name.split(".")[0] for name in modules}, done.stderr
+    codes, loaded, done = _probe(commands, cwd, env)
+    return codes, set(loaded[-1]) if submodules else _top_level(loaded[-1]), done.stderr
 
 
 def imports_after_each(*commands: list[str], cwd: str | None = None) -> tuple[list[int], list[set[str]], str]:
     """``imports_of`` that says which top-level modules were loaded after each command (one
     process for a test that asks of several commands, instead of one process each)."""
-    import json
-
-    codes, _modules, done = _probe(commands, cwd, None)
-    return codes, [set(step) for step in json.loads(done.stdout.splitlines()[-1])[2]], done.stderr
+    codes, loaded, done = _probe(commands, cwd, None)
+    return codes, [_top_level(modules) for modules in loaded], done.stderr
 
 
 def loaded_modules(*commands: list[str], env: dict[str, str] | None = None) -> tuple[list[int], set[str], str]:
     """``imports_of`` with every module by its full name (``importlib.metadata``, not
     ``importlib``), the process's stdout instead of its stderr, and ``env`` for the process (a
     completion's variables)."""
-    codes, modules, done = _probe(commands, None, env)
-    return codes, set(modules), done.stdout
+    codes, loaded, done = _probe(commands, None, env)
+    return codes, set(loaded[-1]), done.stdout

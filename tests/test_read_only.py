@@ -172,14 +172,10 @@ def test_sql_takes_a_finite_timeout_or_zero(db, cli, timeout):
     assert r.exit_code == 0 and r.output.split() == ["n", "1"], r.output
 
 
-@sqlite_only
 def _wait_for_the_query(p: subprocess.Popen, db: str) -> None:
-    """Until ``p`` runs its query: on SQLite, once it holds the ledger's file open (its imports
-    are done: the query is what comes next), and half a second more; elsewhere 3 s (a fixed 3 s
-    was the wait on SQLite too, most of it the query burning a core)."""
-    if "://" in db:
-        time.sleep(3)
-        return
+    """Until ``p`` runs its query: once it holds the ledger's file open (its imports are done:
+    the query is what comes next), and half a second more (a fixed 3 s was the wait before, most
+    of it the query burning a core)."""
     path = os.path.realpath(db)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and p.poll() is None:
@@ -194,6 +190,7 @@ def _wait_for_the_query(p: subprocess.Popen, db: str) -> None:
     raise AssertionError(f"ledger sql never opened {path}")
 
 
+@sqlite_only
 def test_sql_stops_on_ctrl_c(db, cli, tmp_path):
     cli("ingest", str(F008))
     forever = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"

@@ -1,6 +1,7 @@
-"""Runtime samples on their way into the ledger: a few thousand in memory and the rest in a private temporary SQLite database (``Staging``), until their boot's transaction
-copies them in (``writes.store_boot``).  A weeks-long boot costs no more memory than a short
-one, and a killed ingest leaves nothing behind (SQLite removes its temporary file)."""
+"""Runtime samples on their way into the ledger: a few thousand in memory and the rest in a
+private temporary SQLite database (``Staging``), until their boot's transaction copies them in
+(``writes.store_boot``).  A weeks-long boot costs no more memory than a short one, and a killed
+ingest leaves nothing behind (SQLite removes its temporary file)."""
 
 from __future__ import annotations
 

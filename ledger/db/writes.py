@@ -456,13 +456,15 @@ def _insert_samples(writer: Writer, cur: Any, boot_id: int, spool: SampleSpool, 
 
 
 def _record_runtime(writer: Writer, cur: Any, boot_id: int, spools: list[SampleSpool], first_id: int,
-                    next_id: int) -> None:
-    """The boot's sample counts by kind and its last sample id (``boot_runtime``)."""
-    counts = {kind: sum(s.counts()[kind] for s in spools) for kind in KIND_CODES}
+                    next_id: int) -> dict[str, int]:
+    """The boot's sample counts by kind and its last sample id (``boot_runtime``); the counts."""
+    per_spool = [s.counts() for s in spools]  # each a pass over the rows the spool still holds
+    counts = {kind: sum(c[kind] for c in per_spool) for kind in KIND_CODES}
     q = writer.mark
     cur.execute(f"INSERT INTO boot_runtime (boot_id, engine_stats, spec_decode, last_sample_id) "
                 f"VALUES ({q}, {q}, {q}, {q})",
                 (boot_id, counts["engine_stats"], counts["spec_decode"], next_id - 1 if next_id > first_id else None))
+    return counts
 
 
 # a stored sample as ``copy_samples`` takes it: runtime_sample_row's columns but boot_id and id
@@ -509,8 +511,7 @@ def store_samples(writer: Writer, cur: Any, boot_id: int, spools: list[tuple[Sam
     first_id = next_id = _next_sample_id(writer, cur)
     for spool, attached in spools:
         next_id = _insert_samples(writer, cur, boot_id, spool, year, attached, next_id)
-    _record_runtime(writer, cur, boot_id, [s for s, _ in spools], first_id, next_id)
-    speculated = sum(s.counts()["spec_decode"] for s, _ in spools)
+    speculated = _record_runtime(writer, cur, boot_id, [s for s, _ in spools], first_id, next_id)["spec_decode"]
     if predict and speculated:
         record_kv_formula(writer, cur, boot_id)  # the boot speculates: the formula must know (ledger.formula)
     return speculated
