@@ -154,11 +154,10 @@ class SampleSpool:
         held = self._kinds(self.rows)
         return {kind: self.flushed[kind] + held[kind] for kind in RUNTIME_KINDS}
 
-    def copy_statement(self) -> str:
-        """A SELECT of every staged row as (seq, kind, line, stamp, engine, hundredths,
-        *STORED_FIGURES, per-position) in the order the samples came in: the table in rowid
-        order, with no sorting."""
-        return f"SELECT rowid AS seq, {', '.join(_SPOOL_COLUMNS)} FROM {self.table} ORDER BY rowid"
+    def staged_table(self) -> str | None:
+        """The staging table the boot's transaction copies from, its rowid each row's order among
+        the boot's samples (None: nothing was staged)."""
+        return self.table
 
     def batches(self) -> Iterator[list[tuple[Any, ...]]]:
         """Every row as (kind, line, stamp, engine, hundredths, *STORED_FIGURES, per-position),

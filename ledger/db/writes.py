@@ -348,35 +348,43 @@ _INSERT_SAMPLE = ("INSERT INTO runtime_sample_row (boot_id, id, kind, line, logg
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
-def _sample_sql(boot_id: int, first_id: int, year: int | None, source: str) -> str:
-    """INSERT … SELECT of ``source``'s rows (seq, kind, line, stamp, engine, hundredths,
-    *STORED_SERIES) — the staging table, attached to the writer's SQLite connection — into
-    runtime_sample_row; the time's conversion is the one ``_sample_row`` makes."""
+def _sample_sql(boot_id: int, first_id: int, year: int | None, table: str) -> str:
+    """INSERT … SELECT of the staging table ``table``'s rows (``staging._SPOOL_COLUMNS``, rowid
+    the order) — attached to the writer's SQLite connection — into runtime_sample_row; the
+    time's conversion is the one ``_sample_row`` makes.  One scan of the table in rowid order,
+    no subquery around it (a subquery cost the copy 11 % more instructions: its rows are copied
+    through a co-routine)."""
     if year is not None:
         num, text = _stamp_sql(int(year))
     else:
         num, text = "NULL", "CAST(NULL AS VARCHAR(32))"  # vLLM's stamps lack the year: no time without one
-    return (_INSERT_SAMPLE + f"SELECT {int(boot_id)}, {int(first_id) - 1} + seq, kind, line, {num}, {text}, engine, "
-            f"hundredths, {', '.join(STORED_SERIES)} FROM ({source}) AS staged")
+    return (_INSERT_SAMPLE + f"SELECT {int(boot_id)}, {int(first_id) - 1} + rowid, kind, line, {num}, {text}, engine, "
+            f"hundredths, {', '.join(STORED_SERIES)} FROM {table} ORDER BY rowid")
 
 
 def _stamp_sql(year: int) -> tuple[str, str]:
     """SQL of a staged stamp (``staging.stamp_code``) as logged_at_num and logged_at_text in
     ``year``, as ``_sample_row`` converts it: a moment of the leap year 2000 by its seconds is
     that moment of ``year`` (plain arithmetic: in a common year the days after February 28 move
-    back one, and February 29 is no real date, so its text), any other stamp its text."""
-    full = f"('{year:04d}-' || stamp)"  # NULL where the stamp is NULL, as it must be
+    back one, and February 29 is no real date, so its text), any other stamp its text.
+
+    A staged stamp is an integer, a text or NULL, in a column of no type (no affinity: nothing
+    is converted when it is compared), and SQLite orders every number before every text: so
+    ``stamp < ''`` holds for an integer stamp alone and ``stamp >= ''`` for a text alone (NULL
+    neither).  Comparisons, not ``typeof()``: a function call per row and column cost the copy
+    of 192,054 samples 10 % more instructions."""
+    full = f"('{year:04d}-' || stamp)"
     start = _year_start(year)
     if start is None:  # a year _seconds gives no time in: the text only
-        text = (f"CASE WHEN typeof(stamp) = 'integer' THEN '{year:04d}-' || strftime('%m-%d %H:%M:%S', "
-                f"stamp + {_epoch(LEAP_YEAR_START)}, 'unixepoch') ELSE {full} END")
+        text = (f"CASE WHEN stamp < '' THEN '{year:04d}-' || strftime('%m-%d %H:%M:%S', "
+                f"stamp + {_epoch(LEAP_YEAR_START)}, 'unixepoch') WHEN stamp >= '' THEN {full} END")
         return "NULL", text
-    coded = "typeof(stamp) = 'integer'"
     if calendar.isleap(year):
-        return f"CASE WHEN {coded} THEN {start} + stamp END", f"CASE WHEN NOT {coded} THEN {full} END"
-    num = (f"CASE WHEN {coded} THEN CASE WHEN stamp < {FEBRUARY_29} THEN {start} + stamp "
-           f"WHEN stamp >= {MARCH_1} THEN {start - 86400} + stamp END END")
-    text = (f"CASE WHEN NOT {coded} THEN {full} WHEN stamp >= {FEBRUARY_29} AND stamp < {MARCH_1} "
+        return f"CASE WHEN stamp < '' THEN {start} + stamp END", f"CASE WHEN stamp >= '' THEN {full} END"
+    # a text stamp is neither below February 29 nor below '': no number
+    num = (f"CASE WHEN stamp < {FEBRUARY_29} THEN {start} + stamp "
+           f"WHEN stamp >= {MARCH_1} AND stamp < '' THEN {start - 86400} + stamp END")
+    text = (f"CASE WHEN stamp >= '' THEN {full} WHEN stamp >= {FEBRUARY_29} AND stamp < {MARCH_1} "
             f"THEN '{year:04d}-02-29 ' || time(stamp, 'unixepoch') END")
     return num, text
 
@@ -444,7 +452,9 @@ def _insert_samples(writer: Writer, cur: Any, boot_id: int, spool: SampleSpool, 
     no row is built again on its way in); others are converted and bound a batch at a time."""
     y = int(year) if year else None
     if attached:
-        cur.execute(_sample_sql(boot_id, first_id, y, spool.copy_statement()))
+        table = spool.staged_table()
+        assert table is not None  # attached: staged
+        cur.execute(_sample_sql(boot_id, first_id, y, table))
         return first_id + spool.seq
     sql = _INSERT_SAMPLE + f"VALUES ({', '.join([writer.mark] * (8 + len(STORED_SERIES)))})"
     next_id = first_id
