@@ -89,10 +89,10 @@ def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None
     when it cannot start — ``ingest_file`` then meets and reports the problem itself.
     ``force``: read a text that reads as prose quoting vLLM lines too; ``name``: the source's
     stored name instead of its path."""
-    from .db.staging import stored_row
+    from .db.staging import STORED_ROWS
 
     try:
-        return parsers.start(path, rules, year, force=force, name=name, store=stored_row)
+        return parsers.start(path, rules, year, force=force, name=name, store=STORED_ROWS)
     except (parsers.SourceError, OSError):
         return None
 
@@ -128,7 +128,7 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
     instead of ``path``; ``run_starts``: see ``parsers.start``."""
     import time
 
-    from .db.staging import SampleSpool, Staging, stored_row
+    from .db.staging import STORED_ROWS, SampleSpool, Staging
     from .db.writes import Pending, set_source_sha256, store_boots
 
     result = FileResult(path)
@@ -193,7 +193,7 @@ def ingest_file(writer: Writer, path: str, info: DeployInfo, rules: RuleSet | No
     try:
         try:
             parse = started or parsers.start(path, rules, year, name=name, run_starts=run_starts, force=force,
-                                             store=stored_row)
+                                             store=STORED_ROWS)
         except parsers.SourceError as exc:
             result.error = str(exc)
             return result

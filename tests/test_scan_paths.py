@@ -244,15 +244,16 @@ def _v0_prefix_line(pid: int, second: int) -> str:
 
 def stored_by(path, log, rules, **options) -> list[tuple[int, list[tuple]]]:
     """What an ingest's runtime sink is handed parsing ``log`` one way with the ledger's store
-    (``staging.stored_row``), each sample as its stored row, by boot."""
-    from ledger.db.staging import stored_row
+    (``staging.STORED_ROWS``: a run's records read straight to their rows), each sample as its
+    stored row (``staging.stored_row``), by boot."""
+    from ledger.db.staging import STORED_ROWS, stored_row
 
     got: dict[int, list[tuple]] = {}
 
     def sink(boot, samples):
         got.setdefault(boot.index, []).extend(s if type(s) is tuple else stored_row(s) for s in samples)
 
-    parsers.Parse(parsers.Source(str(log)), rules, 2026, options_for(path, **options), store=stored_row).run(
+    parsers.Parse(parsers.Source(str(log)), rules, 2026, options_for(path, **options), store=STORED_ROWS).run(
         lambda boot: None, sink)
     return sorted(got.items())
 

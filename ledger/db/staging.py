@@ -10,6 +10,7 @@ import datetime as dt
 import itertools
 import math
 import operator
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
@@ -335,3 +336,82 @@ def stored_row(r: parsers.RuntimeSample) -> tuple:
     """A sample as ``SampleSpool.add`` takes it ready-made (``parsers.items.Store``): its
     spooled row, (kind's code, line, stamp, engine, hundredths, *STORED_SERIES)."""
     return _ROWS[r.kind](r)
+
+
+# A figure printed with at most this many characters reads as its exact hundredths straight from
+# its text (below): its hundredths are then under 10^15 < 2^50, where ``round(value * 100)`` of
+# the float the text reads as is exactly those hundredths, and they divided by 100 give that
+# float back — what ``_row_function`` checks, true by arithmetic
+_FLOAT_TEXT_MAX = 15  # "d…d.d": 14 digits, hundredths below 10^15
+_INT_TEXT_MAX = 13  # times 100: below 10^15
+
+
+def _shape_row_function(shape: Any) -> Any:
+    """``(groups, line) -> spooled row`` for a record in ``shape`` (a ``parsers.FastShape``): what
+    ``stored_row`` gives of the sample its ``read_line`` makes, straight from the printed text —
+    a figure with one or two decimals (or none, an int) is its hundredths by the text's digits,
+    no float read, rounded and checked.  None (the record's sample goes through ``stored_row``)
+    for a figure printed otherwise (more decimals, too long), and no function (None) for a shape
+    whose figures are read by converters other than ``float`` and ``int`` (but spec decode's
+    per-position list, written as ``stored_row`` writes it)."""
+    from ledger.parsers.lines import PLAIN_GROUPS
+
+    kind = shape.kind
+    groups = re.compile(shape.pattern).groupindex
+    at = {name: PLAIN_GROUPS + index - 1 for name, index in groups.items()}  # in the line's groups
+    names: dict[str, Any] = {"stamp_code": stamp_code, "per_position_json": _per_position_json}
+    body: list[str] = []
+    values: list[str] = []
+    for i, series in enumerate(FIGURE_SERIES[kind]):
+        read = shape.figures.get(series)
+        if read is None:
+            values.append("None")
+        elif read is float:
+            body += [f"t = g[{at[series]}]",
+                     f"if len(t) > {_FLOAT_TEXT_MAX}:", "    return None",
+                     'if t[-2:-1] == ".":', f'    h{i} = int(t.replace(".", "")) * 10',
+                     'elif t[-3:-2] == ".":', f'    h{i} = int(t.replace(".", ""))',
+                     "else:", "    return None"]
+            values.append(f"float(h{i})")
+        elif read is int:
+            body += [f"t = g[{at[series]}]", f"if len(t) > {_INT_TEXT_MAX}:", "    return None",
+                     f"h{i} = int(t) * 100"]
+            values.append(f"float(h{i})")
+        else:
+            return None
+    per_position = "None"
+    if PER_POSITION in RUNTIME_KIND_SERIES[kind] and PER_POSITION in shape.figures:
+        names["read_per_position"] = shape.figures[PER_POSITION]
+        body.append(f"pp = per_position_json(read_per_position(g[{at[PER_POSITION]}]))")
+        per_position = "pp"
+    elif set(shape.figures) - set(FIGURE_SERIES[kind]):
+        return None
+    values += ["None"] * (len(STORED_FIGURES) - len(FIGURE_SERIES[kind]))
+    engine = f"int(g[{at['engine']}])" if "engine" in at else "None"
+    code = ["def row(g, n):", "    try:", *("        " + line for line in body),
+            "    except (ValueError, TypeError):", "        return None",
+            # PLAIN_SHAPE's groups: process, pid, level, timestamp, file
+            f"    return ({KIND_CODES[kind]}, n, stamp_code(g[3]), {engine}, 1, {', '.join(values)}, {per_position})"]
+    exec("\n".join(code), names)  # noqa: S102 - generated from the vocabulary and the built-in shapes
+    return names["row"]
+
+
+class StoredRows:
+    """The ingest's ``parsers.items.Store``: a sample's spooled row (``stored_row``), and for a
+    FastShape the same straight from its record's groups (``_shape_row_function``, made once a
+    shape)."""
+
+    def __init__(self) -> None:
+        self._shapes: dict[int, tuple[Any, Any]] = {}
+
+    def __call__(self, sample: parsers.RuntimeSample) -> tuple:
+        return _ROWS[sample.kind](sample)
+
+    def for_shape(self, shape: Any) -> Any:
+        made = self._shapes.get(id(shape))
+        if made is None or made[0] is not shape:
+            made = self._shapes[id(shape)] = (shape, _shape_row_function(shape))
+        return made[1]
+
+
+STORED_ROWS = StoredRows()

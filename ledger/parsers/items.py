@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .lines import Line
-from .rules import Event, RuntimeSample
+from .rules import Event, FastShape, RuntimeSample
 
 
 @dataclass(slots=True)
@@ -57,9 +57,21 @@ class RuntimeRun:
     kinds: dict[str, int] | None = None
 
 
-# What a parse's runtime sink stores of a sample: (its kind, as the sink codes it, then the rest
-# of its row as the sink stores it); the sink takes these tuples among its samples (``BootAssembler``).
-Store = Callable[[RuntimeSample], tuple[Any, ...]]
+# A FastShape record's groups (``RuntimeRule.fast_groups``: PLAIN_SHAPE's, then the shape's) and
+# its line -> its stored row; None where the row must be worked out from the sample instead
+ShapeRow = Callable[[tuple[Any, ...], int], tuple[Any, ...] | None]
+
+
+class Store(Protocol):
+    """What a parse's runtime sink stores of a sample: (its kind, as the sink codes it, then the
+    rest of its row as the sink stores it); the sink takes these tuples among its samples
+    (``BootAssembler``).  ``for_shape``: the same straight from a FastShape record's groups,
+    without the sample in between (a served log has millions), or None for a shape it cannot
+    read that way; it must give what calling the store on the record's sample gives."""
+
+    def __call__(self, sample: RuntimeSample) -> tuple[Any, ...]: ...
+
+    def for_shape(self, shape: FastShape) -> ShapeRow | None: ...
 
 
 @dataclass(slots=True)

@@ -449,12 +449,19 @@ class RuntimeRule(Rule):
         """(process, pid, sample) of a raw line in vLLM's plain shape holding a record in the
         rule's FastShape, read in one match — what ``parse_line`` and ``events`` give for it;
         None for any other line."""
+        groups = self.fast_groups(raw)
+        return None if groups is None else self.fast.read_line(groups, number)  # type: ignore[union-attr]
+
+    def fast_groups(self, raw: bytes) -> tuple[Any, ...] | None:
+        """The groups of a raw line in vLLM's plain shape holding a record in the rule's
+        FastShape (PLAIN_SHAPE's, then the shape's: what ``FastShape.read_line`` reads); None
+        for any other line."""
         if self.fast is None or not plain_candidate(raw):
             return None
         if not self._ready:
             self.compile()
         m = self._fast_line.fullmatch(raw.decode("ascii"))
-        return None if m is None else self.fast.read_line(m.groups(), number)
+        return None if m is None else m.groups()
 
 
 @dataclass(kw_only=True, eq=False)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from typing import Any
 
-from ..items import Counts, End, LineHit, RuntimeRun, Store
+from ..items import Counts, End, LineHit, RuntimeRun, ShapeRow, Store
 from ..lines import fast_line, parse_line
 from ..rules import Rule, RuleSet, RuntimeRule
 from .scanner import Hit
@@ -24,10 +25,6 @@ def gather_runs(hits: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
     ``run_limit`` records each); other items pass through, runs already gathered too.
     ``anchor_texts``: the scanner's anchors, which a hit's ``anchors`` index; ``store``: each
     run's records as the runtime sink stores them (``RuntimeRun.rows``)."""
-    if store is not None:
-        for item in gather_runs(hits, rules, anchor_texts, run_limit):
-            yield _stored(item, store) if type(item) is RuntimeRun and item.rows is None else item
-        return
     # an anchor only one rule keys on, and that rule has a FastShape: a line holding it alone
     # and in the plain shape is read in one match
     shortcut: list[RuntimeRule | None] = []
@@ -36,6 +33,10 @@ def gather_runs(hits: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
         rule = keyed[0] if len(keyed) == 1 else None
         fits = isinstance(rule, RuntimeRule) and rule.fast is not None and not rule.wraps
         shortcut.append(rule if isinstance(rule, RuntimeRule) and fits else None)
+    if store is not None:
+        for item in _gather_rows(hits, shortcut, run_limit, store):
+            yield _stored(item, store) if type(item) is RuntimeRun and item.rows is None else item
+        return
     run: RuntimeRun | None = None
     for hit in hits:
         if type(hit) is Hit and len(hit.anchors) == 1:
@@ -62,6 +63,68 @@ def gather_runs(hits: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
         yield hit
     if run is not None:
         yield run
+
+
+def _gather_rows(hits: Iterable[Hit | RuntimeRun | Counts | End], shortcut: list[RuntimeRule | None],
+                 run_limit: int, store: Store) -> Iterator[Hit | RuntimeRun | Counts | End]:
+    """``gather_runs`` for a store: each run's records go straight to their stored rows
+    (``Store.for_shape``: no sample made per record), its first and last records to samples
+    too (what ``BootAssembler`` reads of a run with rows); a record the shape's row function
+    cannot read goes through its sample and the store."""
+    shape_rows: dict[int, ShapeRow | None] = {}
+    makers = [None if rule is None else shape_rows.setdefault(id(rule), store.for_shape(rule.fast))  # type: ignore[arg-type]
+              for rule in shortcut]
+    run: RuntimeRun | None = None
+    run_pid: str | None = None  # the run's pid as printed
+    last: tuple[RuntimeRule, tuple[Any, ...], int] | None = None  # the run's last record, if not its first
+    for hit in hits:
+        if type(hit) is Hit and len(hit.anchors) == 1:
+            rule = shortcut[hit.anchors[0]]
+            groups = None if rule is None else rule.fast_groups(hit.raw)
+            if groups is not None:
+                assert rule is not None and rule.fast is not None
+                maker = makers[hit.anchors[0]]
+                row = None if maker is None else maker(groups, hit.number)
+                # PLAIN_SHAPE's groups: process, pid, …
+                if run is not None and (groups[0] != run.process or len(run.lines) >= run_limit
+                                        or (groups[1] != run_pid and _pid(groups[1]) != run.pid)):
+                    yield _ended(run, last)
+                    run = None
+                kind = rule.fast.kind
+                if run is None:
+                    process, pid, sample = rule.fast.read_line(groups, hit.number)
+                    run = RuntimeRun(sample.line, hit.offset, process, pid, [hit.raw], [sample], hit.counts, {},
+                                     [store(sample) if row is None else row], {kind: 1})
+                    run_pid, last = groups[1], None
+                    continue
+                run.lines.append(hit.raw)
+                run.rows.append(store(rule.fast.read_line(groups, hit.number)[2]) if row is None else row)  # type: ignore[union-attr]
+                kinds = run.kinds
+                kinds[kind] = kinds.get(kind, 0) + 1  # type: ignore[index, union-attr]
+                last = (rule, groups, hit.number)
+                if hit.counts:
+                    within = run.within
+                    for k, n in hit.counts.items():
+                        within[k] = within.get(k, 0) + n
+                continue
+        if run is not None:
+            yield _ended(run, last)
+            run = None
+        yield hit
+    if run is not None:
+        yield _ended(run, last)
+
+
+def _pid(printed: str | None) -> int | None:
+    return None if printed is None else int(printed)
+
+
+def _ended(run: RuntimeRun, last: tuple[RuntimeRule, tuple[Any, ...], int] | None) -> RuntimeRun:
+    """A run of ``_gather_rows`` with its last record's sample beside its first."""
+    if last is not None:
+        rule, groups, number = last
+        run.samples.append(rule.fast.read_line(groups, number)[2])  # type: ignore[union-attr]
+    return run
 
 
 def _stored(run: RuntimeRun, store: Store) -> RuntimeRun:
