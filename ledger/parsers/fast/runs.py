@@ -53,9 +53,7 @@ def gather_runs(hits: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
                 run.lines.append(hit.raw)
                 run.samples.append(sample)
                 if hit.counts:
-                    within = run.within
-                    for kind, n in hit.counts.items():
-                        within[kind] = within.get(kind, 0) + n
+                    _add_counts(run.within, hit.counts)
                 continue
         if run is not None:
             yield run
@@ -103,9 +101,7 @@ def _gather_rows(hits: Iterable[Hit | RuntimeRun | Counts | End], shortcut: list
                 kinds[kind] = kinds.get(kind, 0) + 1  # type: ignore[index, union-attr]
                 last = (rule, groups, hit.number)
                 if hit.counts:
-                    within = run.within
-                    for k, n in hit.counts.items():
-                        within[k] = within.get(k, 0) + n
+                    _add_counts(run.within, hit.counts)
                 continue
         if run is not None:
             yield _ended(run, last)
@@ -113,6 +109,12 @@ def _gather_rows(hits: Iterable[Hit | RuntimeRun | Counts | End], shortcut: list
         yield hit
     if run is not None:
         yield _ended(run, last)
+
+
+def _add_counts(within: dict[str, int], counts: dict[str, int]) -> None:
+    """The counted lines between a run's records, added up."""
+    for kind, n in counts.items():
+        within[kind] = within.get(kind, 0) + n
 
 
 def _pid(printed: str | None) -> int | None:
