@@ -63,15 +63,18 @@ def gather_runs(hits: Iterable[Hit | RuntimeRun | Counts | End], rules: RuleSet,
         yield run
 
 
+_UNASKED = object()
+
+
 def _gather_rows(hits: Iterable[Hit | RuntimeRun | Counts | End], shortcut: list[RuntimeRule | None],
                  run_limit: int, store: Store) -> Iterator[Hit | RuntimeRun | Counts | End]:
     """``gather_runs`` for a store: each run's records go straight to their stored rows
     (``Store.for_shape``: no sample made per record), its first and last records to samples
     too (what ``BootAssembler`` reads of a run with rows); a record the shape's row function
     cannot read goes through its sample and the store."""
-    shape_rows: dict[int, ShapeRow | None] = {}
-    makers = [None if rule is None else shape_rows.setdefault(id(rule), store.for_shape(rule.fast))  # type: ignore[arg-type]
-              for rule in shortcut]
+    # each anchor's row function, asked of the store when a record of its shape is first met (a
+    # boot log has none: making one generates code)
+    makers: list[ShapeRow | None | object] = [_UNASKED] * len(shortcut)
     run: RuntimeRun | None = None
     run_pid: str | None = None  # the run's pid as printed
     last: tuple[RuntimeRule, tuple[Any, ...], int] | None = None  # the run's last record, if not its first
@@ -82,7 +85,9 @@ def _gather_rows(hits: Iterable[Hit | RuntimeRun | Counts | End], shortcut: list
             if groups is not None:
                 assert rule is not None and rule.fast is not None
                 maker = makers[hit.anchors[0]]
-                row = None if maker is None else maker(groups, hit.number)
+                if maker is _UNASKED:
+                    maker = makers[hit.anchors[0]] = store.for_shape(rule.fast)
+                row = None if maker is None else maker(groups, hit.number)  # type: ignore[operator]
                 # PLAIN_SHAPE's groups: process, pid, …
                 if run is not None and (groups[0] != run.process or len(run.lines) >= run_limit
                                         or (groups[1] != run_pid and _pid(groups[1]) != run.pid)):
