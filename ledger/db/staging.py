@@ -349,8 +349,8 @@ _INT_TEXT_MAX = 13  # times 100: below 10^15
 def _shape_row_function(shape: Any) -> Any:
     """``(groups, line) -> spooled row`` for a record in ``shape`` (a ``parsers.FastShape``): what
     ``stored_row`` gives of the sample its ``read_line`` makes, straight from the printed text —
-    a figure with one or two decimals (or none, an int) is its hundredths by the text's digits,
-    no float read, rounded and checked.  None (the record's sample goes through ``stored_row``)
+    a figure with one or two decimals (or none, an int) is its hundredths by the text's digits
+    (read as one float, exact: an integer under 2^53), no float read, rounded and checked.  None (the record's sample goes through ``stored_row``)
     for a figure printed otherwise (more decimals, too long), and no function (None) for a shape
     whose figures are read by converters other than ``float`` and ``int`` (but spec decode's
     per-position list, written as ``stored_row`` writes it)."""
@@ -366,17 +366,17 @@ def _shape_row_function(shape: Any) -> Any:
         read = shape.figures.get(series)
         if read is None:
             values.append("None")
-        elif read is float:
+        elif read is float:  # its digits are its tenths or its hundredths: an integral float, exact
             body += [f"t = g[{at[series]}]",
                      f"if len(t) > {_FLOAT_TEXT_MAX}:", "    return None",
-                     'if t[-2:-1] == ".":', f'    h{i} = int(t.replace(".", "")) * 10',
-                     'elif t[-3:-2] == ".":', f'    h{i} = int(t.replace(".", ""))',
+                     'if t[-2] == ".":', f'    h{i} = float(t.replace(".", "")) * 10.0',
+                     'elif t[-3] == ".":', f'    h{i} = float(t.replace(".", ""))',
                      "else:", "    return None"]
-            values.append(f"float(h{i})")
+            values.append(f"h{i}")
         elif read is int:
             body += [f"t = g[{at[series]}]", f"if len(t) > {_INT_TEXT_MAX}:", "    return None",
-                     f"h{i} = int(t) * 100"]
-            values.append(f"float(h{i})")
+                     f"h{i} = float(t) * 100.0"]
+            values.append(f"h{i}")
         else:
             return None
     per_position = "None"
@@ -389,7 +389,7 @@ def _shape_row_function(shape: Any) -> Any:
     values += ["None"] * (len(STORED_FIGURES) - len(FIGURE_SERIES[kind]))
     engine = f"int(g[{at['engine']}])" if "engine" in at else "None"
     code = ["def row(g, n):", "    try:", *("        " + line for line in body),
-            "    except (ValueError, TypeError):", "        return None",
+            "    except (ValueError, TypeError, IndexError):", "        return None",
             # PLAIN_SHAPE's groups: process, pid, level, timestamp, file
             f"    return ({KIND_CODES[kind]}, n, stamp_code(g[3]), {engine}, 1, {', '.join(values)}, {per_position})"]
     exec("\n".join(code), names)  # noqa: S102 - generated from the vocabulary and the built-in shapes
