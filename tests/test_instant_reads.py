@@ -10,7 +10,7 @@ import os
 import sqlite3
 
 import pytest
-from conftest import REAL
+from conftest import REAL, template_copy
 from dbutil import imports_of, loaded_modules
 
 HEAVY = {"sqlalchemy", "alembic", "pandas", "numpy", "matplotlib"}
@@ -28,16 +28,18 @@ READS = [
 
 @pytest.fixture(scope="module")
 def fixture_ledger(tmp_path_factory):
-    """A SQLite ledger of every real fixture (boot 8 has a cost per token, boot 9 a group)."""
-    from click.testing import CliRunner
+    """A SQLite ledger of every real fixture (boot 8 has a cost per token, boot 9 a group), built
+    once per run (``conftest.template_copy``)."""
+    def build(path: str) -> None:
+        from click.testing import CliRunner
 
-    from ledger.cli import main
+        from ledger.cli import main
 
-    path = str(tmp_path_factory.mktemp("reads") / "l.db")
-    logs = [str(p) for p in sorted(REAL.glob("*.log"))]
-    r = CliRunner().invoke(main, ["ingest", "--db", path, "--year", "2026", "--label", "fixtures", *logs])
-    assert r.exit_code == 0, r.output
-    return path
+        logs = [str(p) for p in sorted(REAL.glob("*.log"))]
+        r = CliRunner().invoke(main, ["ingest", "--db", path, "--year", "2026", "--label", "fixtures", *logs])
+        assert r.exit_code == 0, r.output
+
+    return template_copy("reads", build, tmp_path_factory)
 
 
 def _heavy(*args: str) -> set[str]:

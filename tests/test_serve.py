@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from conftest import REAL, ROOT, new_ledger
+from conftest import REAL, ROOT, module_ledger
 from dbutil import IS_PG, imports_of, sqlite_only
 
 RADIANCE = sorted((ROOT / "fixtures" / "radiance").glob("*.log"))
@@ -126,14 +126,18 @@ def _files(db: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def ledger_db(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("served")
-    hostile = folder / "hostile-boot.log"
+    """Every radiance, reconcile and real fixture and the hostile boot, in this module's ledger
+    (``conftest.module_ledger``: on SQLite built once per run, a copy for this module)."""
+    hostile = tmp_path_factory.mktemp("served-log") / "hostile-boot.log"
     hostile.write_text(HOSTILE_LOG)
-    with new_ledger(folder) as db:
+
+    def build(db: str) -> None:
         for log in RADIANCE + RECONCILE:
             _ledger("ingest", str(log), "--label", log.stem, "--grammar", "radiance", db=db)
         _ledger("ingest", *map(str, sorted(REAL.glob("*.log"))), "--label", "real", db=db)
         _ledger("ingest", str(hostile), "--label", HOSTILE_LABEL, db=db)
+
+    with module_ledger("served", build, tmp_path_factory) as db:
         yield db
 
 
