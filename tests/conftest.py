@@ -20,6 +20,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 
+# The suite writes and reads bytecode as Python does by default, even where PYTHONDONTWRITEBYTECODE
+# is set (container images often set it; bench/boot_ingest.py unsets it for its runs too). Without
+# bytecode every xdist worker, and every `ledger` a test starts, compiles ledger's modules from
+# source again, and pytest rewrites the assertions of every test module and of hypothesis's 120
+# modules (a plugin's package: all of it is marked for rewriting) again in every worker: about a
+# quarter of the everyday selection's CPU (217 -> 158 CPU-seconds, 2026-12-02). This runs in the
+# controller before xdist starts its workers, so they and the tests' children inherit it. The
+# .pyc files go where Python puts them, in __pycache__ folders (.gitignore lists them), or under
+# PYTHONPYCACHEPREFIX if that is set.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_terminal_size_in_childrens_environment():
@@ -77,12 +89,23 @@ def db(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def quick_start_run(tmp_path_factory):
     """The README's quick start run as written (tests/quickstart.py) into a new SQLite ledger, once
-    per worker (test_docs checks what it printed, the doctests read the ledger): the ledger's path
-    and what each of its lines printed."""
+    per run (``_template``: the first xdist worker to ask runs it, the others wait and read what it
+    printed; test_docs checks that, the doctests copy the ledger): the ledger's path and what each
+    of its lines printed."""
+    import json
+    import subprocess
+
     import quickstart
 
-    path = tmp_path_factory.mktemp("quick-start") / "demo.db"
-    return path, quickstart.fill(str(path))
+    printed = _shared_folder(tmp_path_factory) / "ledger-templates" / "quick-start.json"
+
+    def run(db: str) -> None:
+        done = quickstart.fill(db)
+        # written before the template is in place, so a worker that finds the ledger finds this too
+        printed.write_text(json.dumps([[r.args, r.returncode, r.stdout, r.stderr] for r in done]))
+
+    path = _template("quick-start", run, tmp_path_factory)
+    return path, [subprocess.CompletedProcess(*r) for r in json.loads(printed.read_text())]
 
 
 _TEMPLATES: dict[str, Path] = {}
@@ -114,11 +137,36 @@ def _template(name: str, build, tmp_path_factory) -> Path:
             building = tmp_path_factory.mktemp(f"template-{name}") / "ledger.db"
             build(str(building))
             dbutil.dispose(str(building))
-            # the copy is the file alone: everything committed must be in it, not in a -wal
-            assert not Path(f"{building}-wal").exists(), f"{building}-wal is left after the build"
+            # the copy is the file alone: everything committed must be in it, not in a -wal (a
+            # read-only connection that closes last leaves an empty one)
+            wal = Path(f"{building}-wal")
+            assert not wal.exists() or wal.stat().st_size == 0, f"{wal} is left after the build"
             os.replace(building, template)  # whole or not at all, for the workers that wait
     _TEMPLATES[name] = template
     return template
+
+
+def template_copy(name: str, build, tmp_path_factory) -> str:
+    """A SQLite ledger of a module's own (for a fixture of ``scope="module"``) that ``build(path)``
+    makes of an empty one: a copy of the run's template (``_template``), built once per run, not
+    once in every xdist worker that runs one of the module's tests."""
+    import shutil
+
+    path = tmp_path_factory.mktemp(name) / "ledger.db"
+    shutil.copyfile(_template(name, build, tmp_path_factory), path)
+    return str(path)
+
+
+@contextmanager
+def module_ledger(name: str, build, tmp_path_factory):
+    """``template_copy`` on SQLite; with LEDGER_TEST_DB=postgresql ``build(url)`` runs on a new
+    database of the module's own, dropped afterwards."""
+    if os.environ.get("LEDGER_TEST_DB", "sqlite") != "postgresql":
+        yield template_copy(name, build, tmp_path_factory)
+        return
+    with new_ledger(tmp_path_factory.mktemp(name)) as db:
+        build(db)
+        yield db
 
 
 def ledger_on(db: str, *args: str):

@@ -80,11 +80,13 @@ def imports_of(*commands: list[str], cwd: str | None = None, env: dict[str, str]
     return codes, set(loaded[-1]) if submodules else _top_level(loaded[-1]), done.stderr
 
 
-def imports_after_each(*commands: list[str], cwd: str | None = None) -> tuple[list[int], list[set[str]], str]:
-    """``imports_of`` that says which top-level modules were loaded after each command (one
-    process for a test that asks of several commands, instead of one process each)."""
+def imports_after_each(*commands: list[str], cwd: str | None = None, submodules: bool = False
+                       ) -> tuple[list[int], list[set[str]], str]:
+    """``imports_of`` that says which top-level modules (every module's full name with
+    ``submodules``) were loaded after each command (one process for a test that asks of several
+    commands, instead of one process each)."""
     codes, loaded, done = _probe(commands, cwd, None)
-    return codes, [_top_level(modules) for modules in loaded], done.stderr
+    return codes, [set(modules) if submodules else _top_level(modules) for modules in loaded], done.stderr
 
 
 def loaded_modules(*commands: list[str], env: dict[str, str] | None = None) -> tuple[list[int], set[str], str]:

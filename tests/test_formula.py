@@ -11,7 +11,7 @@ from pathlib import Path
 
 import formula_table
 import pytest
-from conftest import REAL, ROOT, ledger_on
+from conftest import REAL, ROOT, ledger_on, template_copy
 from dbutil import dict_rows
 
 from ledger import formula as f
@@ -386,8 +386,14 @@ def test_a_watched_boot_learns_from_its_specdecoding_metrics_that_it_speculates(
 
 @pytest.fixture(scope="module")
 def table_db(tmp_path_factory):
-    """The ledger of the docs' formula tables: every fixture, the configs, the deploy settings."""
-    return formula_table.build(tmp_path_factory.mktemp("formula-table"))
+    """The ledger of the docs' formula tables: every fixture, the configs, the deploy settings;
+    built once per run (``conftest._template``), a copy for this module."""
+    def build(path: str) -> None:
+        built = formula_table.build(Path(path).parent)
+        assert not Path(f"{built}-wal").exists(), f"{built}-wal is left after the build"
+        Path(built).rename(path)
+
+    return template_copy("formula-table", build, tmp_path_factory)
 
 
 def test_readme_formula_table(table_db):

@@ -10,8 +10,8 @@ import os
 import sqlite3
 
 import pytest
-from conftest import REAL
-from dbutil import imports_of, loaded_modules
+from conftest import REAL, template_copy
+from dbutil import imports_after_each, imports_of, loaded_modules
 
 HEAVY = {"sqlalchemy", "alembic", "pandas", "numpy", "matplotlib"}
 # modules by their full name, not needed to read
@@ -28,29 +28,35 @@ READS = [
 
 @pytest.fixture(scope="module")
 def fixture_ledger(tmp_path_factory):
-    """A SQLite ledger of every real fixture (boot 8 has a cost per token, boot 9 a group)."""
-    from click.testing import CliRunner
+    """A SQLite ledger of every real fixture (boot 8 has a cost per token, boot 9 a group), built
+    once per run (``conftest.template_copy``)."""
+    def build(path: str) -> None:
+        from click.testing import CliRunner
 
-    from ledger.cli import main
+        from ledger.cli import main
 
-    path = str(tmp_path_factory.mktemp("reads") / "l.db")
-    logs = [str(p) for p in sorted(REAL.glob("*.log"))]
-    r = CliRunner().invoke(main, ["ingest", "--db", path, "--year", "2026", "--label", "fixtures", *logs])
-    assert r.exit_code == 0, r.output
-    return path
+        logs = [str(p) for p in sorted(REAL.glob("*.log"))]
+        r = CliRunner().invoke(main, ["ingest", "--db", path, "--year", "2026", "--label", "fixtures", *logs])
+        assert r.exit_code == 0, r.output
+
+    return template_copy("reads", build, tmp_path_factory)
 
 
-def _heavy(*args: str) -> set[str]:
-    """The heavy packages ``ledger ARGS`` imported, and the modules a read needs not, run in a
-    fresh interpreter (it exits 0, or 1 for a check's finding)."""
-    codes, modules, out = loaded_modules(list(args))
-    assert codes[0] in (0, 1), out
-    return {m.split(".")[0] for m in modules} & HEAVY | modules & NOT_FOR_READS
+@pytest.fixture(scope="module")
+def reads_loaded(fixture_ledger):
+    """Every command of ``READS`` on the fixture ledger, run in turn in one fresh interpreter
+    (``dbutil.imports_after_each``, one process for the 19 instead of one each): the exit code of
+    each, the modules (full names) loaded after each, and its stderr. Loaded modules only add up:
+    when none that a read needs not is loaded after a command, that command loaded none itself."""
+    return imports_after_each(*([*command, "--db", fixture_ledger] for command in READS), submodules=True)
 
 
 @pytest.mark.parametrize("command", READS, ids=lambda c: " ".join(c))
-def test_a_read_command_on_sqlite_imports_no_sqlalchemy_nor_what_writes_need(fixture_ledger, command):
-    assert _heavy(*command, "--db", fixture_ledger) == set()
+def test_a_read_command_on_sqlite_imports_no_sqlalchemy_nor_what_writes_need(reads_loaded, command):
+    codes, loaded, err = reads_loaded
+    i = READS.index(command)
+    assert codes[i] in (0, 1), err  # it ran (check exits 1 for a finding)
+    assert {m.split(".")[0] for m in loaded[i]} & HEAVY | loaded[i] & NOT_FOR_READS == set()
 
 
 def test_a_read_of_an_older_ledger_says_upgrade_without_importing_alembic(tmp_path):

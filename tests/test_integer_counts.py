@@ -15,7 +15,7 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
-from conftest import REAL, ROOT, new_ledger
+from conftest import REAL, ROOT, module_ledger
 
 from ledger.cli import main
 
@@ -104,9 +104,8 @@ def _build(db: str, hf_cache: str) -> None:
 
 @pytest.fixture(scope="module")
 def ledger_db(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("counts")
-    with new_ledger(folder) as db:
-        _build(db, str(folder / "empty-hf-hub"))
+    hf_cache = str(tmp_path_factory.mktemp("counts-hf") / "empty-hf-hub")
+    with module_ledger("counts", lambda db: _build(db, hf_cache), tmp_path_factory) as db:
         yield db
 
 

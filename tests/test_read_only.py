@@ -194,8 +194,11 @@ def _wait_for_the_query(p: subprocess.Popen, db: str) -> None:
 def test_sql_stops_on_ctrl_c(db, cli, tmp_path):
     cli("ingest", str(F008))
     forever = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+    # Ctrl-C as at a terminal: a suite started in the background by a shell without job control
+    # has SIGINT ignored, its children inherit that, and Python then hears no Ctrl-C at all
     p = subprocess.Popen([*LEDGER, "--db", db, "sql", forever], cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _wait_for_the_query(p, db)
     p.send_signal(signal.SIGINT)
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from conftest import REAL, ROOT, new_ledger
+from conftest import REAL, ROOT, module_ledger
 from dbutil import IS_PG, imports_of, sqlite_only
 
 RADIANCE = sorted((ROOT / "fixtures" / "radiance").glob("*.log"))
@@ -126,14 +126,18 @@ def _files(db: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def ledger_db(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("served")
-    hostile = folder / "hostile-boot.log"
+    """Every radiance, reconcile and real fixture and the hostile boot, in this module's ledger
+    (``conftest.module_ledger``: on SQLite built once per run, a copy for this module)."""
+    hostile = tmp_path_factory.mktemp("served-log") / "hostile-boot.log"
     hostile.write_text(HOSTILE_LOG)
-    with new_ledger(folder) as db:
+
+    def build(db: str) -> None:
         for log in RADIANCE + RECONCILE:
             _ledger("ingest", str(log), "--label", log.stem, "--grammar", "radiance", db=db)
         _ledger("ingest", *map(str, sorted(REAL.glob("*.log"))), "--label", "real", db=db)
         _ledger("ingest", str(hostile), "--label", HOSTILE_LABEL, db=db)
+
+    with module_ledger("served", build, tmp_path_factory) as db:
         yield db
 
 
@@ -432,10 +436,21 @@ def test_ctrl_c_stops_the_server_cleanly(ledger_db):
     assert code == 0 and "Traceback" not in err, err
 
 
-def test_serve_refuses_a_missing_ledger_in_one_line(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "ledger", "--db", str(tmp_path / "none.db"), "serve"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2
+def _refused(cli, monkeypatch, *args: str):
+    """``ledger ARGS serve`` in this process, for a test of what its refusal says: were it to
+    serve instead of refusing, the test fails rather than waits for requests."""
+    import uvicorn
+
+    def serving(self, *_):
+        raise AssertionError("ledger serve started serving")
+
+    monkeypatch.setattr(uvicorn.Server, "run", serving)
+    return cli(*args, "serve")
+
+
+def test_serve_refuses_a_missing_ledger_in_one_line(tmp_path, cli, monkeypatch):
+    done = _refused(cli, monkeypatch, "--db", str(tmp_path / "none.db"))
+    assert done.exit_code == 2
     assert done.stderr.strip().splitlines() == [f"Error: {tmp_path / 'none.db'}: no ledger here yet "
                                                 "(run 'ledger ingest' first)"]
 
@@ -487,13 +502,12 @@ def test_the_servers_connection_cannot_write(db):
 
 
 @sqlite_only
-def test_an_old_schema_is_refused_not_migrated(tmp_path):
+def test_an_old_schema_is_refused_not_migrated(tmp_path, cli, monkeypatch):
     old = tmp_path / "old.db"
     shutil.copy(ROOT / "fixtures" / "ledgers" / "schema-0001-real-boots.db", old)
     before = hashlib.sha256(old.read_bytes()).hexdigest()
-    done = subprocess.run([sys.executable, "-m", "ledger", "--db", str(old), "serve"], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 2 and "run 'ledger db upgrade' first" in done.stderr
+    done = _refused(cli, monkeypatch, "--db", str(old))
+    assert done.exit_code == 2 and "run 'ledger db upgrade' first" in done.stderr
     assert hashlib.sha256(old.read_bytes()).hexdigest() == before
 
 

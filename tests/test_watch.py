@@ -8,6 +8,7 @@ import datetime as dt
 import subprocess
 import sys
 
+import pytest
 from conftest import REAL, ROOT
 from dbutil import rows, sqlite_only
 from watchlog import T0, Watch, Writer, append, boot, crash, failed_boot, served, wait_until
@@ -142,19 +143,30 @@ def test_ctrl_c_stores_what_was_read_and_exits_zero(db, tmp_path):
     assert rows(db, "SELECT count(*) FROM watch WHERE stopped_at IS NOT NULL") == [(1,)]
 
 
+@pytest.fixture
+def refused(cli, monkeypatch):
+    """``ledger ARGS`` in this process, for a test of what a watch's refusal says: were it to
+    watch instead of refusing, the test fails rather than waits for the log."""
+    from ledger.watch.session import Watch as Session
+
+    def watching(self):
+        raise AssertionError("ledger watch started watching")
+
+    monkeypatch.setattr(Session, "run", watching)
+    return cli
+
+
 @sqlite_only
-def test_a_bad_option_is_one_line_and_exit_2(db, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "ledger", "--db", db, "watch", str(tmp_path / "x.log"),
-                           "--for", "soon"], cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 2
+def test_a_bad_option_is_one_line_and_exit_2(db, tmp_path, refused):
+    done = refused("--db", db, "watch", str(tmp_path / "x.log"), "--for", "soon")
+    assert done.exit_code == 2
     assert done.stderr.strip().splitlines() == ["Error: --for soon: expected a duration such as 30s, 5m or 2h"]
 
 
-def test_a_commit_that_is_not_a_hex_sha_is_refused_before_anything_is_watched(db, tmp_path):
+def test_a_commit_that_is_not_a_hex_sha_is_refused_before_anything_is_watched(db, tmp_path, refused):
     """As ingest refuses it: a branch name stored as a deploy's commit could not be fixed."""
-    done = subprocess.run([sys.executable, "-m", "ledger", "--db", db, "watch", str(tmp_path / "x.log"),
-                           "--commit", "main"], cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 2
+    done = refused("--db", db, "watch", str(tmp_path / "x.log"), "--commit", "main")
+    assert done.exit_code == 2
     assert done.stderr.strip().splitlines() == ["Error: --commit main: expected a hex sha of 7 to 64 digits"]
 
 
@@ -246,11 +258,10 @@ def test_a_ledger_that_stays_lost_is_one_error_after_the_retries(db, tmp_path):
 
 
 @sqlite_only
-def test_watch_needs_exactly_one_source(db, tmp_path):
+def test_watch_needs_exactly_one_source(db, tmp_path, refused):
     for args in ([], [str(tmp_path / "x.log"), "--unit", "vllm"]):
-        done = subprocess.run([sys.executable, "-m", "ledger", "watch", "--db", db, *args], cwd=ROOT,
-                              capture_output=True, text=True, check=False)
-        assert done.returncode == 2
+        done = refused("watch", "--db", db, *args)
+        assert done.exit_code == 2
         assert done.stderr.strip().splitlines() == [
             "Error: give one of SOURCE (a log file, or - for stdin), --container NAME and --unit NAME"]
     assert not (tmp_path / "ledger.db").exists()  # nothing was created
