@@ -170,11 +170,6 @@ class SampleSpool:
         held = self._kinds(self.rows)
         return {kind: self.flushed[kind] + held[kind] for kind in RUNTIME_KINDS}
 
-    def staged_table(self) -> str | None:
-        """The staging table the boot's transaction copies from, its rowid each row's order among
-        the boot's samples (None: nothing was staged)."""
-        return self.table
-
     def batches(self) -> Iterator[list[tuple[Any, ...]]]:
         """Every row as (kind, line, stamp, engine, hundredths, *STORED_FIGURES, per-position),
         in the order the samples came in, a list at a time; each call reads from the start (a
@@ -349,11 +344,13 @@ _INT_TEXT_MAX = 13  # times 100: below 10^15
 def _shape_row_function(shape: Any) -> Any:
     """``(groups, line) -> spooled row`` for a record in ``shape`` (a ``parsers.FastShape``): what
     ``stored_row`` gives of the sample its ``read_line`` makes, straight from the printed text —
-    a figure with one or two decimals (or none, an int) is its hundredths by the text's digits
-    (read as one float, exact: an integer under 2^53), no float read, rounded and checked.  None (the record's sample goes through ``stored_row``)
-    for a figure printed otherwise (more decimals, too long), and no function (None) for a shape
-    whose figures are read by converters other than ``float`` and ``int`` (but spec decode's
-    per-position list, written as ``stored_row`` writes it)."""
+    a figure with one or two decimals (or none, an int) is its hundredths by the text's digits,
+    read as one float (exact: an integer under 2^53), where ``stored_row`` reads the figure,
+    rounds it times 100 and checks the round trip.  The function gives None (the record's sample
+    then goes through ``stored_row``) for a figure printed otherwise (more decimals, too long);
+    there is no function (None) for a shape whose figures are read by converters other than
+    ``float`` and ``int`` (but spec decode's per-position list, written as ``stored_row``
+    writes it)."""
     from ledger.parsers.lines import PLAIN_GROUPS
 
     kind = shape.kind
@@ -402,14 +399,16 @@ class StoredRows:
     shape)."""
 
     def __init__(self) -> None:
+        # by the shape's id (a FastShape holds a dict: it has no hash); the shape is kept with its
+        # function, so no other shape can take its id
         self._shapes: dict[int, tuple[Any, Any]] = {}
 
     def __call__(self, sample: parsers.RuntimeSample) -> tuple:
-        return _ROWS[sample.kind](sample)
+        return _ROWS[sample.kind](sample)  # stored_row, without a call more per sample
 
     def for_shape(self, shape: Any) -> Any:
         made = self._shapes.get(id(shape))
-        if made is None or made[0] is not shape:
+        if made is None:
             made = self._shapes[id(shape)] = (shape, _shape_row_function(shape))
         return made[1]
 

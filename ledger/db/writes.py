@@ -452,9 +452,8 @@ def _insert_samples(writer: Writer, cur: Any, boot_id: int, spool: SampleSpool, 
     no row is built again on its way in); others are converted and bound a batch at a time."""
     y = int(year) if year else None
     if attached:
-        table = spool.staged_table()
-        assert table is not None  # attached: staged
-        cur.execute(_sample_sql(boot_id, first_id, y, table))
+        assert spool.table is not None  # attached: staged
+        cur.execute(_sample_sql(boot_id, first_id, y, spool.table))
         return first_id + spool.seq
     sql = _INSERT_SAMPLE + f"VALUES ({', '.join([writer.mark] * (8 + len(STORED_SERIES)))})"
     next_id = first_id
