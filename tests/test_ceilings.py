@@ -34,23 +34,38 @@ class Run:
     peak_kib: int  # the child's peak resident size
 
 
+# The child is started by a small Python launcher and its peak read there. Started straight from
+# the test, its ru_maxrss would count the test process: Linux records the outgoing address space's
+# peak when a process execs (exec_mmap's setmax_mm_hiwater_rss), and subprocess execs from a vfork
+# that shares the worker's, so an xdist worker past 200 MB of its own failed the ceilings below.
+_LAUNCH = ("import os, sys\n"
+           "pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)\n"
+           "_, status, usage = os.wait4(pid, 0)\n"
+           "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+           "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
 def measured(args: list[str], stdin: int | None = None, timeout: float = 300,
              env: dict[str, str] | None = None) -> Run:
     """Run ``args`` in a child (killed after ``timeout`` s: a hang fails, it is not timed) and
     measure its peak resident size."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(args, cwd=ROOT, stdin=stdin, stdout=out, stderr=err, env=env)
-        timer = threading.Timer(timeout, p.kill)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as folder:
+        peak = Path(folder) / "peak"
+        p = subprocess.Popen([sys.executable, "-c", _LAUNCH, str(peak), *args], cwd=ROOT, stdin=stdin,
+                             stdout=out, stderr=err, env=env, start_new_session=True)
+        timer = threading.Timer(timeout, os.killpg, (p.pid, 9))
         timer.start()
         try:
-            _, status, usage = os.wait4(p.pid, 0)
+            p.wait()
         finally:
             timer.cancel()
-        p.returncode = os.waitstatus_to_exitcode(status)
+        if not peak.exists():
+            pytest.fail(f"{args} still ran after {timeout} s and was killed")
         out.seek(0)
         err.seek(0)
         return Run(p.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-                   usage.ru_maxrss)
+                   int(peak.read_text()))
 
 
 # -- 17: a pack is a file of at most 1 MiB ------------------------------------------------------------
