@@ -10,6 +10,7 @@ taken before an upgrade.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import sqlite3
 import struct
@@ -46,10 +47,13 @@ def script_revisions() -> set[str]:
     return found
 
 
-def sqlite_template() -> list[str]:
+@functools.cache
+def sqlite_template() -> tuple[str, ...]:
     """The statements that build a new SQLite ledger at the head revision: what the migrations
     build (a test holds them to it), without importing Alembic and running each migration —
-    a tenth of a second of every first ingest.  ``python -m ledger.db.schema`` writes the file."""
+    a tenth of a second of every first ingest.  ``python -m ledger.db.schema`` writes the file.
+    Read once per process (a process that builds many ledgers, as the test suite does, read and
+    split the file for each)."""
     statements: list[str] = []
     pending = ""
     for line in (migrations_dir() / SQLITE_TEMPLATE).read_text().splitlines(keepends=True):
@@ -59,7 +63,7 @@ def sqlite_template() -> list[str]:
         if sqlite3.complete_statement(pending):
             statements.append(pending.strip())
             pending = ""
-    return statements
+    return tuple(statements)
 
 
 def head_columns() -> dict[str, list[str]]:
