@@ -33,6 +33,30 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
 
 
+# The modules whose tests take long on the clock, longest first: real servers drawing charts,
+# watches waiting out idle thresholds and webhook retries, a chart drawn in a child. They run
+# first (``pytest_collection_modifyitems``), and under xdist each worker takes the next few tests
+# as it frees up (``pytest_configure``), so they spread over the workers and the quick tests fill
+# in after them; in the alphabet's order the watch modules came last, and one worker ran the last
+# of them alone for 10-15 s while the others had finished.
+FIRST = ["test_watch_serve.py", "test_plot.py", "test_watch_alerts.py", "test_serve.py", "test_doctests.py",
+         "test_docs.py", "test_upgrade.py", "test_watch.py", "test_runtime.py", "test_sweep_and_decode.py",
+         "test_formula.py"]
+
+
+def pytest_configure(config):
+    # xdist's own default hands each worker a quarter of its share of the run at the start, so
+    # where a test runs is fixed by its place in the list; at most four at a time, the first go to
+    # whichever worker is free (a user's own --maxschedchunk is kept)
+    if getattr(config.option, "maxschedchunk", False) is None:
+        config.option.maxschedchunk = 4
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: the rest keep their order
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _no_terminal_size_in_childrens_environment():
     """GNU readline, once imported (pytest's debugging plugin does), sets COLUMNS and LINES in the
