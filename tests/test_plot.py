@@ -3,13 +3,14 @@ the charts treat time, gaps, engines and long runs."""
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 import pytest
 from conftest import REAL, ROOT
 from dbutil import imports_after_each
 
-from ledger.serve import charts
-from ledger.serve.data import RUNTIME_SERIES, SPEC_SERIES
+if TYPE_CHECKING:
+    import pandas as pd
 
 F008 = next(REAL.glob("008_*.log"))
 F062 = next(REAL.glob("062_*.log"))  # a config error: no KV figures at all
@@ -90,7 +91,15 @@ def test_a_figure_a_boot_did_not_print_is_missing_not_zero(db):
 # -- runtime series -------------------------------------------------------------------------------------
 
 
+# pandas and the chart modules are imported by the tests that use them, not when the module is
+# collected: every xdist worker collects every module, and most workers never draw a chart
+
+
 def _stats(times: list[pd.Timestamp], engines: int, decode: float = 100.0) -> pd.DataFrame:
+    import pandas as pd
+
+    from ledger.serve.data import RUNTIME_SERIES, SPEC_SERIES
+
     rows = []
     for i, t in enumerate(times):
         for e in range(engines):
@@ -103,6 +112,10 @@ def _stats(times: list[pd.Timestamp], engines: int, decode: float = 100.0) -> pd
 
 
 def test_a_ten_hour_four_engine_run_is_resampled_and_summed():
+    import pandas as pd
+
+    from ledger.serve import charts
+
     start = pd.Timestamp("2026-10-01 09:00:00")
     frame = _stats([start + pd.Timedelta(seconds=10 * i) for i in range(3600)], engines=4)
     series, _, how = charts.runtime_series(frame)
@@ -115,6 +128,10 @@ def test_a_ten_hour_four_engine_run_is_resampled_and_summed():
 
 
 def test_a_silence_in_the_log_is_a_gap_in_the_line():
+    import pandas as pd
+
+    from ledger.serve import charts
+
     start = pd.Timestamp("2026-10-01 09:00:00")
     times = [start + pd.Timedelta(seconds=10 * i) for i in range(20)]
     times += [times[-1] + pd.Timedelta(minutes=10) + pd.Timedelta(seconds=10 * i) for i in range(20)]
