@@ -3,6 +3,9 @@ the file prints, with value and line number, and nothing the file does not print
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import pytest
 from conftest import REAL
 from golden import load, observed
@@ -17,10 +20,16 @@ def test_every_real_fixture_has_a_golden():
     assert missing == []
 
 
+@functools.cache
+def _case(log: Path) -> tuple[Path, dict, dict, list[str]]:
+    return log, load(log), observed(log), log.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
 @pytest.fixture(params=LOGS, ids=lambda p: p.name[:3])
 def case(request):
-    log = request.param
-    return log, load(log), observed(log), log.read_text(encoding="utf-8", errors="replace").splitlines()
+    """The log, its golden, what the parser reads of it and its lines: read once per process,
+    not once for each of the eight tests that compare them (the tests only read the case)."""
+    return _case(request.param)
 
 
 def test_boot_regions_and_outcomes(case):
