@@ -193,6 +193,15 @@ def module_ledger(name: str, build, tmp_path_factory):
         yield db
 
 
+def hears_ctrl_c() -> None:
+    """A child's ``preexec_fn`` for a test that sends it SIGINT, as Ctrl-C at a terminal would: a
+    suite started in the background by a shell without job control has SIGINT ignored, its
+    children inherit that, and Python then hears no Ctrl-C at all."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def ledger_on(db: str, *args: str):
     """``ledger --db DB ARGS`` in this process, asserted to exit 0 (for the builds of ``filled``)."""
     from click.testing import CliRunner

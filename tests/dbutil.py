@@ -23,41 +23,32 @@ def _engine(db: str):
     return _ENGINES[db]
 
 
-# A SQLite file (the SQLite pass's ledgers are paths) is read with sqlite3, the driver SQLAlchemy's
-# SQLite dialect would use, so that a test worker that never needs SQLAlchemy does not import it
-# (a third of a second, in each of the four workers); a URL (PostgreSQL) goes through SQLAlchemy.
+def _query(db: str, sql: str) -> tuple[list[str], list[tuple]]:
+    """The column names and rows of ``sql``. A SQLite file (the SQLite pass's ledgers are paths)
+    is read with sqlite3, the driver SQLAlchemy's SQLite dialect would use, so that a test worker
+    that never needs SQLAlchemy does not import it (a third of a second a worker); a URL
+    (PostgreSQL) goes through SQLAlchemy."""
+    if "://" not in db:
+        conn = sqlite3.connect(db)
+        try:
+            cur = conn.execute(sql)
+            return [d[0] for d in cur.description or ()], [tuple(r) for r in cur]
+        finally:
+            conn.close()
+    from sqlalchemy import text
 
-
-def _sqlite_cursor(db: str, sql: str) -> tuple[sqlite3.Connection, sqlite3.Cursor]:
-    conn = sqlite3.connect(db)
-    return conn, conn.execute(sql)
+    with _engine(db).connect() as conn:
+        result = conn.execute(text(sql))
+        return (list(result.keys()) if result.returns_rows else []), [tuple(r) for r in result]
 
 
 def rows(db: str, sql: str) -> list[tuple]:
-    if "://" not in db:
-        conn, cur = _sqlite_cursor(db, sql)
-        try:
-            return [tuple(r) for r in cur]
-        finally:
-            conn.close()
-    from sqlalchemy import text
-
-    with _engine(db).connect() as conn:
-        return [tuple(r) for r in conn.execute(text(sql))]
+    return _query(db, sql)[1]
 
 
 def dict_rows(db: str, sql: str) -> list[dict[str, Any]]:
-    if "://" not in db:
-        conn, cur = _sqlite_cursor(db, sql)
-        try:
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, r, strict=True)) for r in cur]
-        finally:
-            conn.close()
-    from sqlalchemy import text
-
-    with _engine(db).connect() as conn:
-        return [dict(r._mapping) for r in conn.execute(text(sql))]
+    names, found = _query(db, sql)
+    return [dict(zip(names, r, strict=True)) for r in found]
 
 
 def dispose(db: str) -> None:

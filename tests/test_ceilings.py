@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,7 @@ def measured(args: list[str], stdin: int | None = None, timeout: float = 300,
         peak = Path(folder) / "peak"
         p = subprocess.Popen([sys.executable, "-c", _LAUNCH, str(peak), *args], cwd=ROOT, stdin=stdin,
                              stdout=out, stderr=err, env=env, start_new_session=True)
-        timer = threading.Timer(timeout, os.killpg, (p.pid, 9))
+        timer = threading.Timer(timeout, os.killpg, (p.pid, signal.SIGKILL))
         timer.start()
         try:
             p.wait()

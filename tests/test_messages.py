@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REAL, ROOT
+from conftest import REAL, ROOT, hears_ctrl_c
 from dbutil import postgres_only, rows, sqlite_only
 
 from ledger import parsers
@@ -103,10 +103,8 @@ def test_ctrl_c_mid_ingest_says_aborted(db, tmp_path, runtime_log):
     # quick "already in the ledger" that the Ctrl-C comes after (the seed's first delay is 98 % of
     # the probe's time: a run a little faster than the probe finished, and no Ctrl-C landed)
     for delay in sorted(rnd.uniform(full / 2, full) for _ in range(10)):
-        # Ctrl-C as at a terminal: a suite started in the background by a shell without job
-        # control has SIGINT ignored, its children inherit that, and Python then hears no Ctrl-C
         proc = subprocess.Popen(command(db), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                preexec_fn=hears_ctrl_c)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REAL, ROOT
+from conftest import REAL, ROOT, hears_ctrl_c
 from dbutil import IS_PG, postgres_only, rows, sqlite_only
 
 F008 = next(REAL.glob("008_*.log"))
@@ -194,11 +194,8 @@ def _wait_for_the_query(p: subprocess.Popen, db: str) -> None:
 def test_sql_stops_on_ctrl_c(db, cli, tmp_path):
     cli("ingest", str(F008))
     forever = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
-    # Ctrl-C as at a terminal: a suite started in the background by a shell without job control
-    # has SIGINT ignored, its children inherit that, and Python then hears no Ctrl-C at all
     p = subprocess.Popen([*LEDGER, "--db", db, "sql", forever], cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         stderr=subprocess.PIPE, text=True, preexec_fn=hears_ctrl_c)
     _wait_for_the_query(p, db)
     p.send_signal(signal.SIGINT)
     try:
