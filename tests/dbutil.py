@@ -23,7 +23,7 @@ def _engine(db: str):
     return _ENGINES[db]
 
 
-def _query(db: str, sql: str) -> tuple[list[str], list[tuple]]:
+def query(db: str, sql: str) -> tuple[list[str], list[tuple]]:
     """The column names and rows of ``sql``. A SQLite file (the SQLite pass's ledgers are paths)
     is read with sqlite3, the driver SQLAlchemy's SQLite dialect would use, so that a test worker
     that never needs SQLAlchemy does not import it (a third of a second a worker); a URL
@@ -43,11 +43,11 @@ def _query(db: str, sql: str) -> tuple[list[str], list[tuple]]:
 
 
 def rows(db: str, sql: str) -> list[tuple]:
-    return _query(db, sql)[1]
+    return query(db, sql)[1]
 
 
 def dict_rows(db: str, sql: str) -> list[dict[str, Any]]:
-    names, found = _query(db, sql)
+    names, found = query(db, sql)
     return [dict(zip(names, r, strict=True)) for r in found]
 
 

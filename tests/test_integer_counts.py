@@ -11,11 +11,11 @@ ceilings: every count column of every view holds a value somewhere in it."""
 from __future__ import annotations
 
 import shutil
-import sqlite3
 
 import pytest
 from click.testing import CliRunner
 from conftest import REAL, ROOT, module_ledger
+from dbutil import query
 
 from ledger.cli import main
 
@@ -110,24 +110,8 @@ def ledger_db(tmp_path_factory):
 
 
 def read(db: str, view: str) -> tuple[list[str], list[tuple]]:
-    """A view's columns and rows: through ``sqlite3`` for a file, else the server's driver."""
-    order = KEY.get(view, "boot_id")
-    if "://" not in db:
-        con = sqlite3.connect(db)
-        try:
-            cur = con.execute(f"SELECT * FROM {view} ORDER BY {order}")
-            return [d[0] for d in cur.description], cur.fetchall()
-        finally:
-            con.close()
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(db)
-    try:
-        with engine.connect() as conn:
-            result = conn.execute(text(f"SELECT * FROM {view} ORDER BY {order}"))
-            return list(result.keys()), [tuple(r) for r in result]
-    finally:
-        engine.dispose()
+    """A view's columns and rows, in a fixed order."""
+    return query(db, f"SELECT * FROM {view} ORDER BY {KEY.get(view, 'boot_id')}")
 
 
 def _values(db: str, view: str, names: set[str]) -> dict[str, list]:
