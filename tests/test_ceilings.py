@@ -61,10 +61,12 @@ def measured(args: list[str], stdin: int | None = None, timeout: float = 300,
             p.wait()
         finally:
             timer.cancel()
-        if not peak.exists():
-            pytest.fail(f"{args} still ran after {timeout} s and was killed")
         out.seek(0)
         err.seek(0)
+        if not peak.exists():  # the launcher did not see the child end
+            if p.returncode == -signal.SIGKILL:
+                pytest.fail(f"{args} still ran after {timeout} s and was killed")
+            pytest.fail(f"{args} was not started: {err.read().decode(errors='replace')}")
         return Run(p.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
                    int(peak.read_text()))
 
