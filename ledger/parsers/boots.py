@@ -37,6 +37,7 @@ from .units import Quantity
 from .vocabulary import (
     FACTS,
     SHAPE_DEFAULTS,
+    Ended,
     FactName,
     FailureKind,
     Outcome,
@@ -47,6 +48,9 @@ from .vocabulary import (
 )
 
 _START_RANK = {Marker.start_banner: 0, Marker.start_args: 1, Marker.start_engine: 2}
+# figures the API server prints before its engine core starts (0.8+: "Using max model len N"
+# after "Resolved architecture"); they do not end the start-up that the engine's lines continue
+_PRELUDE_FACTS = frozenset({"max_model_len"})
 _PROGRESS = [Marker.progress_load, Marker.progress_loaded, Marker.progress_profiled, Marker.progress_kv,
              Marker.progress_capture]
 # where a failure happened when nothing but the boot's progress tells
@@ -139,6 +143,8 @@ class Boot:
     engine_commit: str | None = None
     image_digests: list[str] = field(default_factory=list)
     outcome: Outcome = Outcome.incomplete
+    ended: Ended | None = None  # how it ended (facts.md); None: the log ends before it was up
+    stop_line: int | None = None  # the first line of a requested stop, if the boot had one
     started_at: str | None = None  # "YYYY-MM-DD HH:MM:SS"
     started_printed: str | None = None  # the boot's first timestamp as printed ("MM-DD HH:MM:SS")
     started_year: int | None = None  # and the year a wrapper printed on that line, if any
@@ -186,6 +192,7 @@ class _Work:
     tb_last: int = 0
     tb_vllm: bool = False  # a line of it is vLLM's
     last_alive: int = 0  # the last line that shows the engine up (a start-up-complete line, a sample)
+    prelude_only: bool = True  # nothing but the API server's own start-up lines so far
 
 
 class BootAssembler:
@@ -408,7 +415,10 @@ class BootAssembler:
             fact = _fact(name, q, rank, ev, ev.rule.pack)
             work.wordings[id(fact)] = ev.rule.name
             boot.facts.append(fact)
-        if ev.rule.pack is None:  # a pack's line never splits a boot (its rule may sit on a start-up line)
+        # a pack's line never splits a boot (its rule may sit on a start-up line); nor does the
+        # API server's own start-up figure before its engine starts (facts.md: one start, one
+        # boot — "Using max model len N" belongs to the boot whose engine follows)
+        if ev.rule.pack is None and not (ev.rule.name in _PRELUDE_FACTS and Marker.start_engine not in work.starts):
             work.moved_on = True
 
     def _on_shape(self, boot: Boot, work: _Work, ev: Event) -> None:
@@ -457,6 +467,10 @@ class BootAssembler:
             if rule.implies_up and work.up_line is None:
                 work.up_line = ev.line.number
             self._ready(boot, work, ev.line.number, ev.line.timestamp, ev.line.year)
+        elif marker == Marker.stop:
+            # a stop that was asked for; after a failure it is the server's clean-up, not a stop
+            if boot.stop_line is None and not boot.failures:
+                boot.stop_line = ev.line.number
         elif marker == Marker.traceback:
             line = ev.line
             if work.tb_head is None or line.number - work.tb_last > _FRAME_GAP \
@@ -483,6 +497,10 @@ class BootAssembler:
 
     def _on_failure(self, boot: Boot, work: _Work, ev: Event) -> None:
         rule = cast(FailureRule, ev.rule)
+        if boot.stop_line is not None:
+            # facts.md: the stop's own lines never make a boot crashed — the output handler's
+            # EngineDeadError racing a SIGTERM, a worker torn down by the stop
+            return
         work.moved_on = work.moved_on or rule.pack is None  # as _on_fact
         figures: dict[str, Any] = {}
         precision: dict[str, float] = {}
@@ -721,6 +739,8 @@ def _cut_traceback(boot: Boot, work: _Work) -> None:
     if work.tb_head is None or not work.tb_vllm or work.tb_last != work.last_event:
         return
     line, text, rank, process, timestamp = work.tb_head
+    if boot.stop_line is not None and line > boot.stop_line:
+        return  # the stop's own traceback (the output handler's EngineDeadError): not a failure
     if any(f.line >= line - _HINT_WINDOW for f in boot.failures):
         return
     frames = [h for h in work.hints if line <= h[0] <= work.tb_last]
@@ -757,6 +777,7 @@ def _decide(boot: Boot, work: _Work) -> None:
         boot.outcome = Outcome.crashed
     else:
         boot.outcome = Outcome.failed
+    boot.ended = _ended(boot)
     for f in failures:
         if f.phase is not None:
             continue
@@ -766,11 +787,26 @@ def _decide(boot: Boot, work: _Work) -> None:
         f.phase = hinted[id(f)] or _PHASE_AFTER[f.progress]
 
 
+def _ended(boot: Boot) -> Ended | None:
+    """facts.md, "How a boot ended": a stop asked for with no failure before it; else the
+    outcome's failure; else serving at the end of the log; None for a start-up the log cuts off."""
+    if boot.stop_line is not None and not boot.failures:
+        return Ended.stopped
+    if boot.outcome == Outcome.failed:
+        return Ended.failed
+    if boot.outcome == Outcome.crashed:
+        return Ended.crashed
+    if boot.outcome == Outcome.ready:
+        return Ended.running
+    return None
+
+
 def _served(boot: Boot) -> None:
     """facts.md "ready": serving activity — a request received or answered (the counted request
     and access lines) — makes a boot with no failure ready, even where no start-up line was read."""
     if boot.outcome == Outcome.incomplete and not boot.failures and (boot.access_lines or boot.request_lines):
         boot.outcome = Outcome.ready
+        boot.ended = _ended(boot)
 
 
 def _hinted_phase(work: _Work, f: Failure) -> Phase | None:

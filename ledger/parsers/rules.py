@@ -53,6 +53,7 @@ class Marker(StrEnum):
     ready = "ready"
     serving = "serving"  # a line that tells requests were being served
     traceback = "traceback"  # a traceback's header or one of its frames
+    stop = "stop"  # a stop that was asked for (SIGTERM, Ctrl-C): the server shutting itself down
 
 
 class Counter(StrEnum):

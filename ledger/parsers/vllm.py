@@ -119,6 +119,14 @@ FACT_RULES = [
     # evidence of the failure that follows (facts.md)
     _fact("v1_available_kv", "Available KV cache memory: ",
           rf"Available KV cache memory: (?P<v>-?{DEC}) GiB", {"v": (FactName.available_kv_cache_bytes, "GiB")}),
+    # The CPU backend's pool (vllm/v1/worker/cpu_worker.py, 0.11+): "Explicitly set
+    # ({format_gib(kv)}/{format_gib(total)}) GiB for KV cache on node {n}." when the pool was
+    # given (VLLM_CPU_KVCACHE_SPACE, which overrides --kv-cache-memory-bytes), else "Auto set
+    # ({kv}/{total}) GiB for KV cache on node {n}, with …".  The first figure is the pool (per
+    # node); the second is the node's memory, not a device's.
+    _fact("cpu_kv_pool", "GiB for KV cache on node ",
+          rf"(?:Explicitly|Auto) set \((?P<v>{DEC})/{DEC}\) GiB for KV cache on node \d",
+          {"v": (FactName.available_kv_cache_bytes, "GiB")}),
     # V0 0.6.5-0.10.2, third line of the multi-line profiling record (ref §2.3):
     # "model weights take {w:.2f}GiB; non_torch_memory takes {n:.2f}GiB; PyTorch activation peak
     #  memory takes {a:.2f}GiB; the rest of the memory reserved for KV Cache is {kv:.2f}GiB."
@@ -351,6 +359,14 @@ MARKER_RULES = [
     _marker("ready_server", "Starting vLLM server on ", Marker.ready),  # 0.18+
     _marker("ready_uvicorn", "Uvicorn running on ", Marker.ready),
     _marker("ready_startup", "Application startup complete", Marker.ready),
+    # a requested stop (facts.md, "How a boot ended"): 0.30+ launcher.py "[shutdown] API server:
+    # shutdown triggered" (SIGTERM or Ctrl-C), core.py "[shutdown] EngineCore: trigger received
+    # signal=%s"; uvicorn's "Shutting down" and "Application shutdown complete" in every release.
+    # After a failure these are the server's clean-up, not a stop (the assembler decides).
+    _marker("stop_api_server", "API server: shutdown triggered", Marker.stop),
+    _marker("stop_engine_signal", "EngineCore: trigger received signal=", Marker.stop),
+    _marker("stop_uvicorn", "Shutting down", Marker.stop, r"^(?:INFO:\s+)?Shutting down\s*$"),
+    _marker("stop_uvicorn_done", "Application shutdown complete", Marker.stop),
     # a traceback's lines: its header and its frames (Python's '  File "…", line N, in f'); the
     # assembler counts those in vLLM's code or printed by a vLLM process (facts.md "exception": a
     # start-up whose text ends in a traceback is not incomplete)
@@ -541,6 +557,9 @@ FAILURE_RULES = [
     # "EngineCore encountered a fatal error.", "AsyncLLM output_handler failed.", V0 MQLLMEngine
     _failure("engine_core_died", "died unexpectedly", FailureKind.engine_dead,
              r"Engine core (?:proc|process) \S+ died unexpectedly"),
+    # 0.30+ core_client.py, the API server seeing its engine core gone (SIGKILL, the OOM killer):
+    # "[shutdown] MPClient: engine core exited unexpectedly; starting cleanup"
+    _failure("engine_core_exited", "engine core exited unexpectedly", FailureKind.engine_dead),
     _failure("engine_dead_error", "EngineDeadError", FailureKind.engine_dead, r"EngineDeadError\b", implies_up=True),
     _failure("engine_fatal", "EngineCore encountered a fatal error", FailureKind.engine_dead, implies_up=True),
     _failure("output_handler", "AsyncLLM output_handler failed", FailureKind.engine_dead, implies_up=True),
@@ -650,14 +669,20 @@ def _stats(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
     """Split the ", "-joined "key: value" parts (0.11.1+ builds the line from optional parts;
     0.7.1-0.7.2 lost a comma: "Waiting: %d reqs GPU KV cache usage")."""
     body = record[record.find("Avg prompt throughput: "):].replace(" reqs GPU", " reqs, GPU")
+    parts = [part.partition(": ") for part in body.split(", ")]
+    # V0 prints the GPU's usage and then the CPU's (its swap space), beside Swapped/Pending; V1
+    # prints one "<device> KV cache usage", the engine's own, whatever its device (vLLM's CPU
+    # build: "CPU KV cache usage"): facts.md, runtime series
+    devices = sum(1 for key, sep, _ in parts if sep and key.endswith("KV cache usage"))
+    v0 = devices > 1 or any(key in ("Swapped", "Pending") for key, sep, _ in parts if sep)
     values: dict[str, Any] = {}
-    for part in body.split(", "):
-        key, sep, val = part.partition(": ")
+    for key, sep, val in parts:
         if not sep:
             continue
         name: RuntimeSeries | None
-        if key.endswith("KV cache usage"):  # "GPU KV cache usage"; any device name in 0.30+
-            name = RuntimeSeries.cpu_kv_cache_usage_pct if key.startswith("CPU") else RuntimeSeries.gpu_kv_cache_usage_pct
+        if key.endswith("KV cache usage"):
+            name = RuntimeSeries.cpu_kv_cache_usage_pct if v0 and key.startswith("CPU") \
+                else RuntimeSeries.gpu_kv_cache_usage_pct
         else:
             name = _STATS_KEYS.get(key)
             if name is None:
@@ -745,7 +770,8 @@ _FAST_STATS = FastShape(
     r"Engine (?P<engine>\d{1,18}): Avg prompt throughput: (?P<prompt_throughput_tps>\d{1,18}\.\d) tokens/s, "
     r"Avg generation throughput: (?P<generation_throughput_tps>\d{1,18}\.\d) tokens/s, "
     r"Running: (?P<running_reqs>\d{1,18}) reqs, Waiting: (?P<waiting_reqs>\d{1,18}) reqs, "
-    r"GPU KV cache usage: (?P<gpu_kv_cache_usage_pct>\d{1,18}\.\d)%, "
+    # the engine's own device: GPU, CPU (vLLM's CPU build), XPU, TPU, …
+    r"[A-Z][A-Za-z]{0,15} KV cache usage: (?P<gpu_kv_cache_usage_pct>\d{1,18}\.\d)%, "
     r"Prefix cache hit rate: (?P<prefix_cache_hit_rate_pct>\d{1,18}\.\d)%",
     {RuntimeSeries.prompt_throughput_tps: float, RuntimeSeries.generation_throughput_tps: float, RuntimeSeries.running_reqs: int,
      RuntimeSeries.waiting_reqs: int, RuntimeSeries.gpu_kv_cache_usage_pct: float, RuntimeSeries.prefix_cache_hit_rate_pct: float},

@@ -23,6 +23,11 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
                {'available_kv_cache_bytes': 10458245366},
                'fixtures/real/008_v1-nightly-dual4090-dflash-kvpool-specdecode-runtime.log:11'),
     ),
+    'cpu_kv_pool': (
+        Sample('(Worker pid=9695) INFO 12-03 16:20:11 [cpu_worker.py:260] Explicitly set (1.0/9.46) GiB for KV cache on node 0.',
+               {'available_kv_cache_bytes': 1073741824},
+               'fixtures/live/vllm-0.32.0/ready-served-sigterm.log:77'),
+    ),
     'v0_profile_breakdown': (
         Sample('INFO 03-22 18:53:23 [worker.py:267] model weights take 18.38GiB; non_torch_memory takes 0.15GiB; PyTorch activation peak memory takes 0.79GiB; the rest of the memory reserved for KV Cache is 2.96GiB.',
                {'model_weights_bytes': 19735374725, 'non_torch_memory_bytes': 161061274, 'activation_peak_bytes': 848256041, 'available_kv_cache_bytes': 3178275799},
@@ -323,6 +328,26 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
                {},
                'docs/vllm-log-lines.md §1.4'),
     ),
+    'stop_api_server': (
+        Sample('(APIServer pid=9589) INFO 12-03 16:20:42 [launcher.py:254] [shutdown] API server: shutdown triggered',
+               {},
+               'fixtures/live/vllm-0.32.0/ready-served-sigterm.log:175'),
+    ),
+    'stop_engine_signal': (
+        Sample('(EngineCore pid=9652) INFO 12-03 16:20:42 [core.py:1454] [shutdown] EngineCore: trigger received signal=SIGTERM',
+               {},
+               'fixtures/live/vllm-0.32.0/ready-served-sigterm.log:182'),
+    ),
+    'stop_uvicorn': (
+        Sample('INFO:     Shutting down',
+               {},
+               'fixtures/live/vllm-0.32.0/ready-served-sigterm.log:195'),
+    ),
+    'stop_uvicorn_done': (
+        Sample('INFO:     Application shutdown complete.',
+               {},
+               'fixtures/live/vllm-0.32.0/ready-served-sigterm.log:197'),
+    ),
     'ready_startup': (
         Sample('Application startup complete.',
                {},
@@ -542,6 +567,11 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
         Sample('Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.',
                {},
                "tests/test_vllm_wordings.py:104 (vLLM's format)"),
+    ),
+    'engine_core_exited': (
+        Sample('(APIServer pid=11503) WARNING 12-03 16:22:16 [core_client.py:817] [shutdown] MPClient: engine core exited unexpectedly; starting cleanup',
+               {},
+               'fixtures/live/vllm-0.32.0/engine-core-killed.log:152'),
     ),
     'engine_dead_error': (
         Sample('ERROR 06-26 23:10:17 [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.',

@@ -229,6 +229,18 @@ class Outcome(StrEnum):
 OUTCOMES = tuple(Outcome)
 
 
+class Ended(StrEnum):
+    """How a boot ended, beside its outcome (facts.md, "How a boot ended")."""
+
+    stopped = "stopped"  # a stop that was asked for, with no failure before it
+    crashed = "crashed"  # a failure the server did not ask for, after ready
+    failed = "failed"  # a failure before ready
+    running = "running"  # the log ends with the engine serving
+
+
+ENDINGS = tuple(Ended)
+
+
 class Verdict(StrEnum):
     """What a reconciliation view says of a boot (the views of migration 0002 write these
     words; ``ledger check`` and ``ledger show`` print them)."""
