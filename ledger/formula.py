@@ -237,6 +237,7 @@ class BootInputs:
     pipeline_parallel_size: int | None = None
     decode_context_parallel_size: int | None = None
     block_size: int | None = None
+    device: str | None = None  # the engine config's device_config ("cpu", "cuda", …), if printed
     max_model_len: int | None = None
     budget_bytes: float | None = None
     budget_source: str | None = None
@@ -406,12 +407,17 @@ def predict(inputs: BootInputs, geometry_name: str | None, figures: dict[str, An
         else:
             geo = Geometry(figures["attn_layers"], figures["num_kv_heads"], figures["head_size"],
                            model_dtype=model_dtype)
-        if inputs.block_size is None and layout != "hybrid-gdn":
+        block_size = inputs.block_size
+        if block_size is None and (inputs.device or "").strip("'\"").lower() == "cpu" and layout in (None, "uniform"):
+            # vllm/platforms/cpu.py: a block size not given is 128 on the CPU backend (16 for MLA)
+            block_size = 128
+            p.assumed.append("block_size not printed: vLLM's CPU backend default 128 (device_config=cpu)")
+        elif block_size is None and layout != "hybrid-gdn":
             p.assumed.append("block_size not printed: vLLM's default 16")
-        elif inputs.block_size is None:
+        elif block_size is None:
             p.assumed.append("block_size not printed: the attention page raised to the mamba page, 16-token aligned")
         kw: dict[str, Any] = dict(kv_cache_dtype=kv_dtype, tensor_parallel_size=tp, pipeline_parallel_size=pp,
-                                  block_size=inputs.block_size, v0=v0,
+                                  block_size=block_size, v0=v0,
                                   num_gpu_blocks_override=inputs.num_gpu_blocks_override,
                                   decode_context_parallel_size=dcp, mamba_page_bytes=mamba_page)
         budget, prec, L = int(inputs.budget_bytes), int(inputs.budget_precision_bytes or 0), inputs.max_model_len

@@ -446,6 +446,7 @@ def export_boot(b: Boot, counts: dict[str, int], origin: dict[str, str] | None =
         "origin": origin or {},
         "engine": {"name": b.engine_name, "version": b.engine_version, "commit": b.engine_commit},
         "outcome": b.outcome,
+        "ended": {"how": b.ended, "stop_line": b.stop_line},
         "started_at": iso(b.started_at),
         "year_inferred": bool(b.year_inferred) if b.started_at else None,
         "shape": {s.key: json.loads(s.value) for s in b.shape},

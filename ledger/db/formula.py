@@ -24,7 +24,7 @@ from .writer import Writer
 GEOMETRY_COLUMNS = ("name", "layout", "architecture", "layers", "attn_layers", "num_kv_heads", "head_size",
                     "mamba_layers", "model_dtype", "unsupported", "figures", "source", "config_sha256", "added_at")
 SHAPE_KEYS = ("pipeline_parallel_size", "dtype", "decode_context_parallel_size", "num_gpu_blocks_override",
-               "speculative_config")
+               "speculative_config", "device_config")
 
 
 def _now() -> str:
@@ -93,6 +93,7 @@ def boot_inputs(writer: Writer, cur: Any, boot_id: int, known: Known | None = No
         model=model, engine_version=version, kv_cache_dtype=kv_dtype, dtype=shape.get("dtype"),
         tensor_parallel_size=_int(tp), pipeline_parallel_size=_int(shape.get("pipeline_parallel_size")),
         decode_context_parallel_size=_int(shape.get("decode_context_parallel_size")), block_size=_int(bs),
+        device=shape.get("device_config"),
         max_model_len=_int(L), budget_bytes=budget, budget_source=source, budget_precision_bytes=prec,
         num_gpu_blocks_override=_int(shape.get("num_gpu_blocks_override")),
         speculative=shape.get("speculative_config"), v1_tokens_printed=tokens is not None,

@@ -83,6 +83,8 @@ class Boot(Base):
     engine_commit: Mapped[str | None] = mapped_column(String(40))
     image_digest_in_log: Mapped[str | None] = mapped_column(String(80))
     outcome: Mapped[str] = mapped_column(String(16), index=True)
+    ended: Mapped[str | None] = mapped_column(String(16))  # stopped | crashed | failed | running (facts.md)
+    stop_line: Mapped[int | None] = mapped_column(Integer)  # the first line of a requested stop
     started_at: Mapped[str | None] = mapped_column(String(32))
     year_inferred: Mapped[bool] = mapped_column(Boolean, default=False)
     ready_line: Mapped[int | None] = mapped_column(Integer)

@@ -132,7 +132,7 @@ class Deploy(Record):
 class Boot(Record):
     COLUMNS = ("id", "deploy_id", "content_sha256", "source_path", "source_sha256", "boot_index", "first_line",
                "last_line", "engine_name", "engine_version", "engine_commit", "image_digest_in_log", "outcome",
-               "started_at", "year_inferred", "ready_line", "ready_at", "ended_at", "access_lines",
+               "ended", "stop_line", "started_at", "year_inferred", "ready_line", "ready_at", "ended_at", "access_lines",
                "request_lines", "ingested_at")
     __slots__ = (*COLUMNS, "deploy", "facts", "failures", "shape")
     id: int
@@ -145,6 +145,8 @@ class Boot(Record):
     engine_version: str | None
     engine_commit: str | None
     outcome: str
+    ended: str | None
+    stop_line: int | None
     started_at: str | None
     year_inferred: bool
     ready_at: str | None

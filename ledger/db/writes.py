@@ -233,7 +233,7 @@ def _boot_rows(boot: parsers.Boot, source_path: str, sha256: str | None) -> tupl
         boot_index=boot.index, first_line=boot.first_line, last_line=boot.last_line,
         engine_name=boot.engine_name, engine_version=boot.engine_version, engine_commit=boot.engine_commit,
         image_digest_in_log=boot.image_digests[0] if boot.image_digests else None,
-        outcome=boot.outcome, started_at=boot.started_at, year_inferred=boot.year_inferred,
+        outcome=boot.outcome, ended=boot.ended, stop_line=boot.stop_line, started_at=boot.started_at, year_inferred=boot.year_inferred,
         ready_line=boot.ready_line, ready_at=boot.ready_at, ended_at=boot.ended_at,
         access_lines=boot.access_lines, request_lines=boot.request_lines, ingested_at=_now(),
     )

@@ -50,7 +50,7 @@ def render_show(obj: dict[str, Any], width: int | None = None, colour: bool = Fa
     started = obj["started_at"].replace("T", " ") + (" (year inferred)" if obj.get("year_inferred") else "") \
         if obj["started_at"] else "—"
     out = [
-        f"boot {obj['boot']}: {paint(obj['outcome']) if colour else obj['outcome']}",
+        f"boot {obj['boot']}: {paint(obj['outcome']) if colour else obj['outcome']}" + _ended(obj.get("ended")),
         f"  source   {src['path']} lines {src['first_line']}-{src['last_line']} (sha256 {(src['sha256'] or '—')[:12]})",
         f"  deploy   {dep.get('id') or ''}  commit {dep['commit'] or '—'}  image {dep['image_digest'] or '—'}  "
         f"label {dep['label'] or '—'}",
@@ -132,3 +132,14 @@ def _message(text: str) -> str:
 def _clip(text: str, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
+
+def _ended(ended: dict | None) -> str:
+    """How a ready boot ended (facts.md): ", stopped (line 175)" for a stop that was asked for,
+    ", running at the end of its log"; a failed or crashed boot's outcome says it already."""
+    how = (ended or {}).get("how")
+    if how == "stopped":
+        line = (ended or {}).get("stop_line")
+        return ", stopped" + (f" (line {line})" if line else "")
+    if how == "running":
+        return ", running at the end of its log"
+    return ""
