@@ -16,7 +16,6 @@ at a time: the whole module is about six minutes on two cores.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -27,7 +26,6 @@ from pathlib import Path
 import pytest
 
 from lab import scenarios
-from lab.model import GEOMETRIES
 from lab.record import make_model
 from lab.server import Server, base_env, vllm_python, vllm_version
 
