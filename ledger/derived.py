@@ -35,7 +35,9 @@ def boot_derived(ledger: Ledger, boot_ids: list[int]) -> dict[int, dict[str, Any
         o.update(kv_budget_bytes=r["kv_budget_bytes"], kv_budget_source=r["kv_budget_source"],
                  kv_budget_precision_bytes=r["kv_budget_precision_bytes"], kv_cache_tokens=r["kv_cache_tokens"],
                  max_num_seqs=r["max_num_seqs"], max_model_len=r["max_model_len"], group_key=r["group_key"],
-                 kv_cache_memory_bytes=r["kv_cache_memory_bytes"])
+                 kv_cache_memory_bytes=r["kv_cache_memory_bytes"],
+                 # --kv-cache-memory-bytes asked, and a printed pool that says the engine did otherwise
+                 kv_argument_ignored=bool(r.get("kv_argument_ignored")))
     for r in view_rows(ledger, "kv_cost_per_token", boot_ids):
         out[r["boot_id"]].update(bytes_per_token=r["bytes_per_token"],
                                  bytes_per_token_uncertainty=r["bytes_per_token_uncertainty"],

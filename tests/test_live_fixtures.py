@@ -104,3 +104,64 @@ def test_runtime_series_as_printed(case):
         assert None not in usage
         assert all(s.values.get("cpu_kv_cache_usage_pct") is None for s in stats)
         assert (max(usage) if usage else None) == p["kv_usage_max_pct"]
+
+
+# -- the recorded boots in a ledger: the printed pool is the budget, the formula from the config ---
+
+MODELS = ROOT / "fixtures" / "models"
+
+
+def _ledger(db: str) -> None:
+    from conftest import ledger_on
+
+    for geometry in ("tiny", "wide", "qwen2"):
+        ledger_on(db, "model", "add", str(MODELS / f"lab-{geometry}" / "config.json"), "--as", f"/models/{geometry}")
+    for log in LOGS:
+        ledger_on(db, "ingest", "--label", log.stem, str(log))
+
+
+@pytest.fixture
+def recorded(filled):
+    """Every recorded log in one ledger, each its own deploy, with the lab models' geometries."""
+    return filled("live-recorded", _ledger)
+
+
+def _up(db: str) -> list[dict]:
+    from dbutil import dict_rows
+
+    return dict_rows(db, "SELECT d.label, b.id AS boot_id, b.outcome, f.verdict, f.predicted_tokens, "
+                         "f.measured_tokens, f.reason FROM boot b JOIN deploy d ON d.id = b.deploy_id "
+                         "JOIN kv_formula f ON f.boot_id = b.id WHERE b.outcome IN ('ready', 'crashed') "
+                         "ORDER BY b.id")
+
+
+def test_kv_formula_is_ok_with_the_printed_tokens_on_every_recorded_boot_that_came_up(recorded):
+    rows = _up(recorded)
+    assert len(rows) >= 20
+    assert [r for r in rows if r["verdict"] != "ok"] == []
+    assert all(r["predicted_tokens"] == r["measured_tokens"] for r in rows)
+
+
+def test_the_cost_of_a_token_comes_from_the_printed_pool(recorded):
+    from dbutil import dict_rows
+
+    cost = {r["label"]: r["bytes_per_token"] for r in dict_rows(
+        recorded, "SELECT d.label, k.bytes_per_token FROM kv_cost_per_token k JOIN deploy d ON d.id = k.deploy_id "
+                  "WHERE d.label IN ('bf16-kv', 'fp8-kv', 'ignored-argument', 'wide-model', 'qwen2-model')")}
+    assert cost == {"bf16-kv": 512, "fp8-kv": 256, "ignored-argument": 512, "wide-model": 16384, "qwen2-model": 2048}
+
+
+def test_an_argument_the_engine_ignored_is_said_and_never_the_budget(recorded):
+    from dbutil import dict_rows
+
+    (row,) = dict_rows(recorded, "SELECT k.kv_cache_memory_bytes, k.kv_budget_bytes, k.kv_budget_source, "
+                                 "k.kv_argument_ignored FROM boot_kv k JOIN deploy d ON d.id = k.deploy_id "
+                                 "WHERE d.label = 'ignored-argument'")
+    assert row == {"kv_cache_memory_bytes": 268435456, "kv_budget_bytes": 2**30,
+                   "kv_budget_source": "available_kv_cache_bytes", "kv_argument_ignored": 1}
+
+
+def test_note_says_the_argument_was_not_used(recorded, cli):
+    out = cli("--db", recorded, "note", "ignored-argument", "--against", "bf16-kv").output
+    assert "--kv-cache-memory-bytes 268,435,456 was asked and not used" in out
+    assert "512.00 B/token" in out and "128.00 B/token" not in out

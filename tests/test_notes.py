@@ -56,7 +56,7 @@ def parsed_trailers(message: str) -> dict[str, list[str]]:
 def test_note_carries_bf16s_13838_52_bytes_per_token(seeded, cli):
     """'bf16 measures 13,839 B/token (bf16 3x241664 boot: 11,047,010,304 B -> 798,280 tokens)'"""
     out = note(cli, "bf16-3x241664-ready", "--against", "fp8-4x262144-ready")
-    assert "13,838.52 B/token per rank (kv_cache_memory_bytes / GPU KV cache size, exact)" in out
+    assert "13,838.52 B/token per rank (kv_cache_memory_bytes / KV cache size, exact)" in out
     assert "11,047,010,304 B" in out
 
 

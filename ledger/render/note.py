@@ -76,7 +76,12 @@ def budget_source(d: dict[str, Any]) -> str:
         return "no KV budget printed"
     how = "exact" if not d.get("kv_budget_precision_bytes") else \
         f"± {format_bytes(d['kv_budget_precision_bytes'])} printed precision"
-    return f"{src} / GPU KV cache size, {how}"
+    ignored = ""
+    if d.get("kv_argument_ignored") and d.get("kv_cache_memory_bytes") is not None:
+        # facts.md: what the engine printed beats what it was asked
+        ignored = (f"; --kv-cache-memory-bytes {d['kv_cache_memory_bytes']:,} was asked and not used: "
+                   f"the engine printed its pool")
+    return f"{src} / KV cache size, {how}{ignored}"
 
 
 def lines_of(note: dict[str, Any]) -> list[tuple[str, str]]:

@@ -75,7 +75,13 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    _m10()._replace(_views(op.get_bind().dialect.name, _m10().BOOT_KV))
+    # SQLite drops a column by copying the table: no view may name it meanwhile
+    m10 = _m10()
+    views = _views(op.get_bind().dialect.name, m10.BOOT_KV)
+    for name in reversed(m10.ORDER):
+        op.execute(f"DROP VIEW {name}")
     with op.batch_alter_table("boot") as batch:
         batch.drop_column("stop_line")
         batch.drop_column("ended")
+    for name in m10.ORDER:
+        op.execute(views[name])
