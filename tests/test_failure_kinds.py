@@ -150,6 +150,60 @@ def test_a_negative_kv_budget_alone_is_no_failure():
         round(-19.92 * G), [], "incomplete")
 
 
+V0 = "INFO 05-10 16:00:15 worker.py:267] "
+
+
+def test_a_negative_kv_budget_in_v0s_profiling_breakdown_is_read_as_printed():
+    boot = text("model weights take 20.50GiB; non_torch_memory takes 0.20GiB; PyTorch activation peak memory takes "
+                "1.60GiB; the rest of the memory reserved for KV Cache is -1.08GiB.", hdr=V0)
+    assert {f.name: f.value for f in boot.facts} == {
+        "model_weights_bytes": round(20.50 * G), "non_torch_memory_bytes": round(0.20 * G),
+        "activation_peak_bytes": round(1.60 * G), "available_kv_cache_bytes": round(-1.08 * G)}
+
+
+def test_a_negative_kv_cache_size_in_0_6_4s_profiling_results_is_read_as_printed():
+    boot = text("Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=20.01GiB "
+                "peak_torch_memory=22.40GiB memory_usage_post_profile=22.46Gib non_torch_memory=0.20GiB "
+                "kv_cache_size=-1.08GiB gpu_memory_utilization=0.90", hdr=V0)
+    assert boot.summary("available_kv_cache_bytes").value == round(-1.08 * G)
+
+
+def test_a_negative_kv_cache_memory_in_use_in_the_suggestion_is_read_as_printed():
+    boot = text("Free memory on device (23.1/23.56 GiB) on startup. Desired GPU memory utilization is (0.9, 21.2 "
+                "GiB). Current kv cache memory in use is -0.5 GiB.")
+    assert boot.summary("available_kv_cache_bytes").value == round(-0.5 * G)
+
+
+def test_a_figure_printed_negative_whose_name_cannot_be_is_not_read_as_positive():
+    boot = text("Free memory on device (23.1/23.56 GiB) on startup. Desired GPU memory utilization is (0.9, 21.2 "
+                "GiB). Actual usage is -17.1 GiB for consumed memory (weights + non-torch), -2.1 GiB for peak "
+                "activation, and -0.21 GiB for CUDAGraph memory.")
+    names = {f.name for f in boot.facts}
+    assert names == {"initial_free_memory_bytes", "total_gpu_memory_bytes", "requested_memory_bytes"}
+
+
+def test_a_negative_weights_figure_is_not_read_and_the_load_time_beside_it_is():
+    boot = text("Model loading took -0.12 GiB and 3.5 seconds")
+    assert [(f.name, f.value) for f in boot.facts] == [("model_load_seconds", 3.5)]
+
+
+def test_a_failure_figure_printed_negative_is_not_read_as_positive():
+    boot = text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.74 GiB. GPU 1 has a total capacity "
+                "of 23.57 GiB of which 605.88 MiB is free. Of the allocated memory 20.21 GiB is allocated by PyTorch, "
+                "and -185.98 MiB is reserved by PyTorch but unallocated.")
+    (failure,) = boot.failures
+    assert "reserved_unallocated_bytes" not in failure.figures
+    assert failure.figures["allocated_by_pytorch_bytes"] == round(20.21 * G)
+
+
+def test_a_negative_kv_need_is_not_read_as_positive():
+    boot = text("ValueError: To serve at least one request with the models's max seq len (32768), (-4.00 GiB KV "
+                "cache is needed, which is larger than the available KV cache memory (1.50 GiB). Based on the "
+                "available memory, the estimated maximum model length is 12288.")
+    (failure,) = boot.failures
+    assert "needed_bytes" not in failure.figures and failure.figures["available_bytes"] == round(1.5 * G)
+
+
 # -- the outcome rule ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("prefix,outcome", [("411", "crashed"), ("414", "crashed"), ("418", "crashed")])
