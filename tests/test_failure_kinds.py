@@ -106,6 +106,18 @@ def test_a_start_up_or_engine_traceback_cut_before_its_exception_is_an_exception
     assert boot.failures[0].figures == {}  # class and message are cut: null, not guessed
 
 
+def test_a_start_up_that_ends_in_frames_cut_after_their_path_is_an_exception():
+    """A paste's storage broke each frame line after its path ('", line N, in f' starts the next
+    line, unprefixed): the lines are still the traceback the text ends in."""
+    w0 = "(VllmWorker rank=0 pid=11) ERROR 08-11 10:45:36 [multiproc_executor.py:511] "
+    w1 = "(VllmWorker rank=1 pid=12) ERROR 08-11 10:45:36 [multiproc_executor.py:511] "
+    frame = '  File "/venv/lib/python3.11/site-packages/vllm/distributed/parallel_state.py"'
+    (boot,) = parsers.parse_text(w0 + frame + "\n, line 1121, in ensure_model_parallel_initialized\n"
+                                 + w1 + frame + "\n, line 257, in __init__\n"
+                                 + w0 + "    initialize_model_parallel(tensor_model_parallel_size,\n", year=2026)
+    assert (kinds(boot), boot.failures[0].figures, boot.outcome) == ([("exception", "unknown", 1, 0)], {}, "failed")
+
+
 def test_a_traceback_that_is_not_shown_to_be_vllms_is_not_a_failure():
     boot = boot_of("407")  # torch._dynamo frames under a user's Ray actor, no vLLM line
     assert (boot.failures, boot.outcome) == ([], "incomplete")
@@ -210,6 +222,19 @@ def test_a_negative_kv_need_is_not_read_as_positive():
 def test_a_failure_shown_to_follow_serving_is_a_crash(prefix, outcome):
     boot = boot_of(prefix)
     assert boot.outcome == outcome and all(f.phase == "runtime" for f in boot.failures)
+
+
+def test_the_fatal_error_dump_of_a_step_shows_the_engine_was_serving():
+    """vLLM dumps its config ("Dumping input data for V1 LLM engine (v…) with config: …") when a
+    model-execution step raised: a worker death stated before it is a runtime crash."""
+    hdr = "(EngineCore pid=23935) ERROR 05-21 04:01:29 [multiproc_executor.py:283] "
+    dump = ("(EngineCore pid=23935) ERROR 05-21 04:01:32 [dump_input.py:72] Dumping input data for V1 LLM engine "
+            "(v0.21.0) with config: model='/models/GLM-5-FP8', max_seq_len=200000, tensor_parallel_size=8, ")
+    (boot,) = parsers.parse_text(hdr + "Worker proc VllmWorker-5 died unexpectedly, shutting down executor.\n"
+                                 + dump + "\n", year=2026)
+    assert (boot.outcome, kinds(boot), boot.engine_version) == ("crashed", [("worker_died", "runtime", 1, None)], "0.21.0")
+    assert {k: v.value for k, v in boot.shape.items()} == {"model": "/models/GLM-5-FP8", "max_model_len": 200000,
+                                                           "tensor_parallel_size": 8}
 
 
 def test_a_failure_of_a_new_kind_after_ready_is_a_crash():

@@ -100,7 +100,7 @@ def test_a_log_line_in_a_documents_code_block_makes_it_a_log(tmp_path):
 def test_a_markdown_runbook_whose_tables_quote_failure_lines_is_refused_as_prose():
     """Its tables name each failure by the line vLLM prints, some cells in backticks, some not
     (read as a log, it was one crashed boot of nine failures)."""
-    with pytest.raises(parsers.SourceError, match=f"{QUOTED} 7 vLLM lines, not a log"):
+    with pytest.raises(parsers.SourceError, match=f"{QUOTED} 8 vLLM lines, not a log"):
         parse(RUNBOOK)
 
 

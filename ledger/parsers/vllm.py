@@ -291,12 +291,18 @@ def _engine_config(m: re.Match[str], line: Line, record: str) -> dict[str, Any] 
 # "Initializing a V1 LLM engine (v%s) with config: %s" (0.7.1+)  (ref §2.1)
 _ENGINE_INIT = r"Initializing an? (?:V[01] )?LLM engine(?: \(v(?P<v>[^)\s]+)\))? with config: (?P<d>.*)$"
 
+# V1 0.9+ logging_utils/dump_input.py (not in ref): "Dumping input data for V1 LLM engine (v%s) with
+# config: %s, " — the engine's config as the init line prints it, dumped when a model-execution
+# step raised (EngineCore.log_error_detail): a step was in flight, so the engine was serving
+_DUMP_INPUT = r"Dumping input data for V1 LLM engine \(v(?P<v>[^)\s]+)\) with config: (?P<d>.*)$"
+
 DUMP_RULES = [
     # 0.9.0+ "non-default args: %s" (dict repr)
     _shape("args_dict", "non-default args: ", r"non-default args: (?P<d>\{.*)$", extract=_args_dict),
     # 0.2.7-0.8.5 "args: %s" (argparse Namespace)
     _shape("args_namespace", "args: Namespace(", r"^args: Namespace\((?P<d>.*)$", extract=_args_namespace),
     _shape("engine_config", "LLM engine", _ENGINE_INIT, extract=_engine_config),
+    _shape("dump_input_config", "Dumping input data for V1 LLM engine", _DUMP_INPUT, extract=_engine_config),
 ]
 
 # -- engine identity --------------------------------------------------------------------------------
@@ -323,6 +329,8 @@ META_RULES = [
     # 0.15+ ASCII logo: "█ ▀▄▀ █  version 0.23.0"
     MetaRule(name="logo_version", anchor="█  version ", pattern=r"█  version (?P<v>\S+)\s*$", extract=_version),
     MetaRule(name="engine_version", anchor="LLM engine", pattern=_ENGINE_INIT, extract=_version),
+    MetaRule(name="dump_input_version", anchor="Dumping input data for V1 LLM engine", pattern=_DUMP_INPUT,
+             extract=_version),
     MetaRule(name="image_digest", anchor="sha256:", pattern=r"sha256:[0-9a-f]{64}\b", extract=_digest),
 ]
 
@@ -362,6 +370,9 @@ MARKER_RULES = [
     _marker("traceback_header", "Traceback (most recent call last)", Marker.traceback,
             r"^Traceback \(most recent call last\):"),
     _marker("traceback_frame", '", line ', Marker.traceback, r'^File "[^"]+", line \d+, in \S'),
+    # a frame line cut after its path (a paste's storage broke it; '", line N, in f' starts the
+    # next physical line, unprefixed): still a line of the traceback
+    _marker("traceback_frame_cut", 'File "', Marker.traceback, r'^File "[^"]+"$'),
 ]
 
 # Traceback frames that tell which start-up step an exception came from (innermost wins).
@@ -527,6 +538,14 @@ FAILURE_RULES = [
     # "Total number of attention heads (%d) must be divisible by tensor parallel size (%d)."
     _failure("heads_not_divisible", "must be divisible by tensor parallel size", FailureKind.config_error,
              r"(?P<m>Total number of (?:attention|key-value) heads.*must be divisible by tensor parallel size.*)$"),
+    # config.py _get_and_verify_max_len (0.4+; not in ref): "User-specified max_model_len ({L}) is
+    # greater than the derived max_model_len ({key}={D} or model_max_length={M} in model's
+    # config.json). This may lead to incorrect model outputs or CUDA errors. …" (later "… To allow
+    # overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", and inside
+    # pydantic's "Value error, … [type=value_error, …]" from 0.10)
+    _failure("max_model_len_too_large", "is greater than the derived max_model_len", FailureKind.config_error,
+             r"(?P<m>User-specified max_model_len \(\d+\) is greater than the derived max_model_len.*?)"
+             r"(?: \[type=value_error.*)?$"),
     _failure("heads_per_kv_not_divisible", "query heads per KV head", FailureKind.config_error,
              r"(?P<m>The model's number of query heads per KV head .*must be divisible.*)$"),
     # pydantic wraps config errors: "pydantic_core._pydantic_core.ValidationError: 1 validation
@@ -803,6 +822,9 @@ RUNTIME_RULES: list[Rule] = [
     # ref): an error inside a request, so the engine had come up (facts.md "Boot outcome")
     MarkerRule(name="request_error", anchor="Error in chat completion stream generator",
                marker=Marker.serving, implies_up=True),
+    # the fatal-error dump of a model-execution step (``_DUMP_INPUT``): the engine was serving
+    MarkerRule(name="dump_input_serving", anchor="Dumping input data for V1 LLM engine",
+               pattern=r"Dumping input data for V1 LLM engine \(v", marker=Marker.serving, implies_up=True),
 ]
 
 BUILTIN_RULES: list[Rule] = (
