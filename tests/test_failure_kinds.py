@@ -72,6 +72,13 @@ def test_an_rpc_timeout_stated_is_timeout():
     assert [(f.kind, f.figures) for f in boot.failures] == [("timeout", {"message": "RPC call to sample_tokens timed out."})]
 
 
+def test_a_bare_timeout_error_raised_in_the_serving_loop_is_a_runtime_crash():
+    """609: shm_broadcast's acquire_read raises a bare 'TimeoutError' (no message), and the
+    traceback it causes runs through run_engine_core -> run_busy_loop: the engine was serving."""
+    boot = boot_of("609")
+    assert (kinds(boot), boot.failures[0].figures, boot.outcome) == ([("timeout", "runtime", 13, None)], {}, "crashed")
+
+
 def test_the_shm_broadcast_wait_alone_is_not_a_failure():
     boot = text("No available shared memory broadcast block found in 60 second. This typically happens when some "
                 "processes are hanging or doing some time-consuming work (e.g. compilation).",
@@ -83,6 +90,13 @@ def test_the_shm_broadcast_wait_alone_is_not_a_failure():
 def test_a_timeout_whose_exception_line_is_cut_is_not_guessed(prefix):
     boot = boot_of(prefix)
     assert [(f.kind, f.figures) for f in boot.failures] == [("exception", {})]
+
+
+# -- engine_init_failed ----------------------------------------------------------------------
+
+def test_a_workers_failure_to_start_is_engine_init_failed_with_its_rank():
+    boot = text("WorkerProc failed to start.", hdr="(VllmWorker rank=1 pid=9) ERROR 05-10 16:00:15 [multiproc_executor.py:435] ")
+    assert (kinds(boot), boot.outcome) == ([("engine_init_failed", "unknown", 1, 1)], "failed")
 
 
 # -- killed ----------------------------------------------------------------------------------
