@@ -21,9 +21,9 @@ REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
 
 V0_OLD, V0, V1_EARLY, V1_MID, V1_NEW, V1_UNKNOWN = (
     "V0 0.2-0.6", "V0 0.6.6-0.9", "V1 0.7-0.10", "V1 0.11-0.19", "V1 0.20+ and main", "V1, release not told")
-NVIDIA, NOT_STATED, ROCM, XPU, TPU, ASCEND, TENSTORRENT = (
+NVIDIA, NOT_STATED, ROCM, XPU, TPU, ASCEND, TENSTORRENT, CPU = (
     "CUDA, NVIDIA GPU named", "CUDA presumed (GPU not named)", "ROCm (AMD)", "XPU (Intel Arc)", "TPU (tpu-inference)",
-    "Ascend NPU (vllm-ascend)", "Tenstorrent")
+    "Ascend NPU (vllm-ascend)", "Tenstorrent", "CPU backend (IBM Z)")
 PLAIN, CONTAINER, COMPOSE, JOURNALD, RAY, QUOTED, MESSAGE_ONLY, CI, ESCAPES, OTHER_LOGGER, TERMINAL = (
     "none: vLLM's own prefixes", "container / CI timestamps (RFC 3339, Buildkite)", "docker compose `name | `",
     "journald", "Ray worker prefixes (nested, `ip=`)", "markdown quote / mangled markdown",
@@ -31,7 +31,7 @@ PLAIN, CONTAINER, COMPOSE, JOURNALD, RAY, QUOTED, MESSAGE_ONLY, CI, ESCAPES, OTH
     "caret / octal colour escapes", "another program's logger interleaved", "terminal wrap and padding, tqdm bars")
 SERVICE_TAG, SITE_FORMAT = "a hosting service's tag (`[vllm]: `)", "a site's own log format (full date, pid)"
 
-ORDER = [V0_OLD, V0, V1_EARLY, V1_MID, V1_NEW, V1_UNKNOWN, NVIDIA, NOT_STATED, ROCM, XPU, TPU, ASCEND, TENSTORRENT,
+ORDER = [V0_OLD, V0, V1_EARLY, V1_MID, V1_NEW, V1_UNKNOWN, NVIDIA, NOT_STATED, ROCM, XPU, TPU, ASCEND, TENSTORRENT, CPU,
          PLAIN, TERMINAL, CONTAINER, COMPOSE, JOURNALD, RAY, QUOTED, MESSAGE_ONLY, CI, ESCAPES, OTHER_LOGGER,
          SERVICE_TAG, SITE_FORMAT]
 
@@ -125,6 +125,25 @@ CLASSES: dict[str, tuple[str, str, str]] = {
     "418": (V1_EARLY, NOT_STATED, MESSAGE_ONLY),
     "419": (V1_MID, NVIDIA, OTHER_LOGGER),
     "420": (V1_EARLY, NOT_STATED, OTHER_LOGGER),
+    "601": (V1_MID, TPU, PLAIN),
+    "602": (V1_MID, NOT_STATED, PLAIN),
+    "603": (V0, NOT_STATED, PLAIN),
+    "604": (V1_MID, NOT_STATED, PLAIN),
+    "605": (V0_OLD, NOT_STATED, CONTAINER),
+    "606": (V0, NVIDIA, PLAIN),
+    "607": (V1_NEW, NOT_STATED, PLAIN),
+    "608": (V1_EARLY, NOT_STATED, TERMINAL),
+    "609": (V1_MID, NOT_STATED, PLAIN),
+    "610": (V0_OLD, NOT_STATED, TERMINAL),
+    "611": (V1_EARLY, NOT_STATED, PLAIN),
+    "612": (V0_OLD, NVIDIA, SERVICE_TAG),
+    "613": (V0_OLD, NOT_STATED, OTHER_LOGGER),
+    "614": (V0, NOT_STATED, TERMINAL),
+    "615": (V1_EARLY, NOT_STATED, OTHER_LOGGER),
+    "616": (V1_MID, CPU, PLAIN),
+    "617": (V0_OLD, NOT_STATED, PLAIN),
+    "619": (V0, ASCEND, PLAIN),
+    "620": (V0, NVIDIA, PLAIN),
 }
 
 

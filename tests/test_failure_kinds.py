@@ -72,6 +72,13 @@ def test_an_rpc_timeout_stated_is_timeout():
     assert [(f.kind, f.figures) for f in boot.failures] == [("timeout", {"message": "RPC call to sample_tokens timed out."})]
 
 
+def test_a_bare_timeout_error_raised_in_the_serving_loop_is_a_runtime_crash():
+    """609: shm_broadcast's acquire_read raises a bare 'TimeoutError' (no message), and the
+    traceback it causes runs through run_engine_core -> run_busy_loop: the engine was serving."""
+    boot = boot_of("609")
+    assert (kinds(boot), boot.failures[0].figures, boot.outcome) == ([("timeout", "runtime", 13, None)], {}, "crashed")
+
+
 def test_the_shm_broadcast_wait_alone_is_not_a_failure():
     boot = text("No available shared memory broadcast block found in 60 second. This typically happens when some "
                 "processes are hanging or doing some time-consuming work (e.g. compilation).",
@@ -83,6 +90,13 @@ def test_the_shm_broadcast_wait_alone_is_not_a_failure():
 def test_a_timeout_whose_exception_line_is_cut_is_not_guessed(prefix):
     boot = boot_of(prefix)
     assert [(f.kind, f.figures) for f in boot.failures] == [("exception", {})]
+
+
+# -- engine_init_failed ----------------------------------------------------------------------
+
+def test_a_workers_failure_to_start_is_engine_init_failed_with_its_rank():
+    boot = text("WorkerProc failed to start.", hdr="(VllmWorker rank=1 pid=9) ERROR 05-10 16:00:15 [multiproc_executor.py:435] ")
+    assert (kinds(boot), boot.outcome) == ([("engine_init_failed", "unknown", 1, 1)], "failed")
 
 
 # -- killed ----------------------------------------------------------------------------------
@@ -104,6 +118,18 @@ def test_a_start_up_or_engine_traceback_cut_before_its_exception_is_an_exception
     boot = boot_of(prefix)
     assert (kinds(boot), boot.outcome) == ([("exception", "unknown", line, None)], "failed")
     assert boot.failures[0].figures == {}  # class and message are cut: null, not guessed
+
+
+def test_a_start_up_that_ends_in_frames_cut_after_their_path_is_an_exception():
+    """A paste's storage broke each frame line after its path ('", line N, in f' starts the next
+    line, unprefixed): the lines are still the traceback the text ends in."""
+    w0 = "(VllmWorker rank=0 pid=11) ERROR 08-11 10:45:36 [multiproc_executor.py:511] "
+    w1 = "(VllmWorker rank=1 pid=12) ERROR 08-11 10:45:36 [multiproc_executor.py:511] "
+    frame = '  File "/venv/lib/python3.11/site-packages/vllm/distributed/parallel_state.py"'
+    (boot,) = parsers.parse_text(w0 + frame + "\n, line 1121, in ensure_model_parallel_initialized\n"
+                                 + w1 + frame + "\n, line 257, in __init__\n"
+                                 + w0 + "    initialize_model_parallel(tensor_model_parallel_size,\n", year=2026)
+    assert (kinds(boot), boot.failures[0].figures, boot.outcome) == ([("exception", "unknown", 1, 0)], {}, "failed")
 
 
 def test_a_traceback_that_is_not_shown_to_be_vllms_is_not_a_failure():
@@ -150,12 +176,79 @@ def test_a_negative_kv_budget_alone_is_no_failure():
         round(-19.92 * G), [], "incomplete")
 
 
+V0 = "INFO 05-10 16:00:15 worker.py:267] "
+
+
+def test_a_negative_kv_budget_in_v0s_profiling_breakdown_is_read_as_printed():
+    boot = text("model weights take 20.50GiB; non_torch_memory takes 0.20GiB; PyTorch activation peak memory takes "
+                "1.60GiB; the rest of the memory reserved for KV Cache is -1.08GiB.", hdr=V0)
+    assert {f.name: f.value for f in boot.facts} == {
+        "model_weights_bytes": round(20.50 * G), "non_torch_memory_bytes": round(0.20 * G),
+        "activation_peak_bytes": round(1.60 * G), "available_kv_cache_bytes": round(-1.08 * G)}
+
+
+def test_a_negative_kv_cache_size_in_0_6_4s_profiling_results_is_read_as_printed():
+    boot = text("Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=20.01GiB "
+                "peak_torch_memory=22.40GiB memory_usage_post_profile=22.46Gib non_torch_memory=0.20GiB "
+                "kv_cache_size=-1.08GiB gpu_memory_utilization=0.90", hdr=V0)
+    assert boot.summary("available_kv_cache_bytes").value == round(-1.08 * G)
+
+
+def test_a_negative_kv_cache_memory_in_use_in_the_suggestion_is_read_as_printed():
+    boot = text("Free memory on device (23.1/23.56 GiB) on startup. Desired GPU memory utilization is (0.9, 21.2 "
+                "GiB). Current kv cache memory in use is -0.5 GiB.")
+    assert boot.summary("available_kv_cache_bytes").value == round(-0.5 * G)
+
+
+def test_a_figure_printed_negative_whose_name_cannot_be_is_not_read_as_positive():
+    boot = text("Free memory on device (23.1/23.56 GiB) on startup. Desired GPU memory utilization is (0.9, 21.2 "
+                "GiB). Actual usage is -17.1 GiB for consumed memory (weights + non-torch), -2.1 GiB for peak "
+                "activation, and -0.21 GiB for CUDAGraph memory.")
+    names = {f.name for f in boot.facts}
+    assert names == {"initial_free_memory_bytes", "total_gpu_memory_bytes", "requested_memory_bytes"}
+
+
+def test_a_negative_weights_figure_is_not_read_and_the_load_time_beside_it_is():
+    boot = text("Model loading took -0.12 GiB and 3.5 seconds")
+    assert [(f.name, f.value) for f in boot.facts] == [("model_load_seconds", 3.5)]
+
+
+def test_a_failure_figure_printed_negative_is_not_read_as_positive():
+    boot = text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.74 GiB. GPU 1 has a total capacity "
+                "of 23.57 GiB of which 605.88 MiB is free. Of the allocated memory 20.21 GiB is allocated by PyTorch, "
+                "and -185.98 MiB is reserved by PyTorch but unallocated.")
+    (failure,) = boot.failures
+    assert "reserved_unallocated_bytes" not in failure.figures
+    assert failure.figures["allocated_by_pytorch_bytes"] == round(20.21 * G)
+
+
+def test_a_negative_kv_need_is_not_read_as_positive():
+    boot = text("ValueError: To serve at least one request with the models's max seq len (32768), (-4.00 GiB KV "
+                "cache is needed, which is larger than the available KV cache memory (1.50 GiB). Based on the "
+                "available memory, the estimated maximum model length is 12288.")
+    (failure,) = boot.failures
+    assert "needed_bytes" not in failure.figures and failure.figures["available_bytes"] == round(1.5 * G)
+
+
 # -- the outcome rule ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("prefix,outcome", [("411", "crashed"), ("414", "crashed"), ("418", "crashed")])
 def test_a_failure_shown_to_follow_serving_is_a_crash(prefix, outcome):
     boot = boot_of(prefix)
     assert boot.outcome == outcome and all(f.phase == "runtime" for f in boot.failures)
+
+
+def test_the_fatal_error_dump_of_a_step_shows_the_engine_was_serving():
+    """vLLM dumps its config ("Dumping input data for V1 LLM engine (v…) with config: …") when a
+    model-execution step raised: a worker death stated before it is a runtime crash."""
+    hdr = "(EngineCore pid=23935) ERROR 05-21 04:01:29 [multiproc_executor.py:283] "
+    dump = ("(EngineCore pid=23935) ERROR 05-21 04:01:32 [dump_input.py:72] Dumping input data for V1 LLM engine "
+            "(v0.21.0) with config: model='/models/GLM-5-FP8', max_seq_len=200000, tensor_parallel_size=8, ")
+    (boot,) = parsers.parse_text(hdr + "Worker proc VllmWorker-5 died unexpectedly, shutting down executor.\n"
+                                 + dump + "\n", year=2026)
+    assert (boot.outcome, kinds(boot), boot.engine_version) == ("crashed", [("worker_died", "runtime", 1, None)], "0.21.0")
+    assert {k: v.value for k, v in boot.shape.items()} == {"model": "/models/GLM-5-FP8", "max_model_len": 200000,
+                                                           "tensor_parallel_size": 8}
 
 
 def test_a_failure_of_a_new_kind_after_ready_is_a_crash():

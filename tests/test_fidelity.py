@@ -72,6 +72,15 @@ def test_another_engines_log_stays_refused(log):
         parse(log)
 
 
+def test_torchs_nccl_watchdog_lines_alone_are_no_vllm_log():
+    """fixtures/real/no-vllm-line/618: a KServe vLLM deploy's excerpt, but every line is torch's
+    '[rank1]:[E ProcessGroupNCCL.cpp:…]' (its one vLLM line was cut off): any torch.distributed
+    program prints these, so they do not make a vLLM log."""
+    (log,) = (REAL / "no-vllm-line").glob("618_*.log")
+    with pytest.raises(parsers.SourceError, match="no vLLM log lines found"):
+        parse(log)
+
+
 def test_prose_stays_refused(tmp_path):
     log = tmp_path / "notes.log"
     log.write_text("We tried vLLM on two GPUs and it ran out of memory.\nAny idea why the server stops?\n")

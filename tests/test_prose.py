@@ -16,6 +16,7 @@ from ledger import parsers
 # the documents that quote vLLM's lines (the README's long sections live in docs/guide.md)
 PROSE = [ROOT / "docs" / "guide.md", ROOT / "docs" / "facts.md", ROOT / "docs" / "architecture.md"]
 SEED = ROOT / "fixtures" / "prose" / "seed-003-commit-message.txt"
+RUNBOOK = ROOT / "fixtures" / "prose" / "runbook-tables-quoting-vllm-failure-lines.md"
 QUOTED = "reads as prose quoting"
 
 
@@ -94,6 +95,28 @@ def test_a_log_line_in_a_documents_code_block_makes_it_a_log(tmp_path):
                    "(EngineCore_DP0 pid=1) ERROR 12-10 03:24:48 [core.py:708] EngineCore failed to start.\n```\n")
     (boot,) = parse(doc)
     assert [f.kind for f in boot.failures] == ["no_kv_memory", "engine_init_failed"]
+
+
+def test_a_markdown_runbook_whose_tables_quote_failure_lines_is_refused_as_prose():
+    """Its tables name each failure by the line vLLM prints, some cells in backticks, some not
+    (read as a log, it was one crashed boot of nine failures)."""
+    with pytest.raises(parsers.SourceError, match=f"{QUOTED} 8 vLLM lines, not a log"):
+        parse(RUNBOOK)
+
+
+def test_a_wording_in_a_markdown_table_cell_without_backticks_is_a_quotation(tmp_path):
+    doc = tmp_path / "kinds.md"
+    doc.write_text("| kind | line |\n|---|---|\n| engine_dead | EngineDeadError: EngineCore encountered an issue. |\n")
+    with pytest.raises(parsers.SourceError, match=f"{QUOTED} 1 vLLM line"):
+        parse(doc)
+
+
+def test_a_whole_log_line_in_a_markdown_table_cell_is_a_quotation(tmp_path):
+    doc = tmp_path / "kinds.md"
+    doc.write_text("| line | phase |\n|---|---|\n| (EngineCore_DP0 pid=1) ERROR 12-10 03:24:48 [core.py:708] "
+                   "EngineCore failed to start. | start-up |\n")
+    with pytest.raises(parsers.SourceError, match=f"{QUOTED} 1 vLLM line"):
+        parse(doc)
 
 
 def test_a_wording_in_double_quotes_is_a_quotation(tmp_path):

@@ -15,7 +15,7 @@ SCALE = {"GiB": 2**30, "GB": 2**30, "MiB": 2**20, "MB": 2**20, "KiB": 2**10, "by
 
 
 def test_every_real_fixture_has_a_golden():
-    assert len(LOGS) == 88
+    assert len(LOGS) == 107
     missing = [p.name for p in LOGS if not p.with_name(p.stem + ".golden.json").exists()]
     assert missing == []
 

@@ -113,3 +113,16 @@ def test_an_ingest_stores_the_rows_its_samples_give(tmp_path, monkeypatch):
         assert exit_.value.code in (0, 1)
         dumps.append(sqlite3.connect(db).execute("SELECT * FROM runtime_sample_row ORDER BY id").fetchall())
     assert dumps[0] and dumps[0] == dumps[1]
+
+
+def test_a_stats_record_with_a_figure_below_zero_keeps_its_sign_in_its_stored_row(tmp_path):
+    """No fast shape reads a "-" (the record takes the general path) and no path drops it."""
+    raw = STATS.format(a="-1.5", b="181.0", r=1, w=0, u="-0.6", p="68.2")
+    assert _rule("engine_stats").fast_groups(raw.encode()) is None
+    log = tmp_path / "stats.log"
+    log.write_text(raw + "\n" + raw.replace("12:00:10", "12:00:20") + "\n")
+    rows: list[tuple] = []
+    parse = parsers.Parse(parsers.Source(str(log)), year=2026, store=STORED_ROWS)
+    parse.run(lambda boot: None, lambda boot, samples: rows.extend(
+        s if type(s) is tuple else stored_row(s) for s in samples))
+    assert [(r[5], r[11]) for r in rows] == [(-150.0, -60.0)] * 2  # prompt throughput, KV usage: hundredths

@@ -66,6 +66,10 @@ UNREAD = {
     ("220", 40): "the worker's signal handler exiting (SystemExit) at shutdown, not a failure",
     ("419", 11): "vllm-omni's own '[Model Loaded] … size=X MB' logging line (not vLLM's; its stage's weights)",
     ("419", 15): "the encoder cache's budget in tokens: a multimodal knob, no vocabulary name",
+    ("601", 19): "tpu-inference's 'Memory statistics | total_hbm_limit_gb=…GiB | …' (TPU HBM per chip): no facts.md "
+                 "name holds it (total_gpu_memory_bytes is V0's profiler and V1's 'Free memory on device' line)",
+    ("615", 11): "LMCache's own logger printing its configuration dict (its CPU and disk cache sizes): LMCache's, not "
+                 "vLLM's; grammar-pack material",
 }
 
 LOGS = [p for p in sorted((ROOT / "fixtures").glob("*/*.log")) if p.parent.name != "sglang"]

@@ -95,6 +95,8 @@ def test_wording(message, expected):
     ("Initializing an LLM engine (v0.5.4) with config: model='m', ", "0.5.4", None),
     ("Initializing a V1 LLM engine (v0.20.1rc1.dev16+g7a1eb8ac2) with config: model='m', ",
      "0.20.1rc1.dev16+g7a1eb8ac2", "7a1eb8ac2"),
+    # the fatal-error dump of a model-execution step prints the engine's version too
+    ("Dumping input data for V1 LLM engine (v0.21.0) with config: model='m', ", "0.21.0", None),
 ])
 def test_engine_version_wordings(message, version, commit):
     boot = parsers.parse_text(HDR + message + "\n", year=2026)[0]
@@ -125,6 +127,23 @@ def test_engine_version_wordings(message, version, commit):
 def test_failure_wordings(message, kind):
     boot = parsers.parse_text(HDR + message + "\n", year=2026)[0]
     assert [f.kind for f in boot.failures] == [kind]
+
+
+def test_a_max_model_len_above_the_models_is_a_config_error_with_its_message():
+    message = ("User-specified max_model_len (4096) is greater than the derived max_model_len (seq_length=2048 or "
+               "model_max_length=None in model's config.json). This may lead to incorrect model outputs or CUDA "
+               "errors. Make sure the value is correct and within the model context size.")
+    (boot,) = parsers.parse_text("ValueError: [address=127.0.0.1:37657, pid=3125985] " + message + "\n", year=2026)
+    assert [(f.kind, f.figures) for f in boot.failures] == [("config_error", {"message": message})]
+
+
+def test_pydantics_max_model_len_above_the_models_is_one_config_error_without_pydantics_tail():
+    message = ("User-specified max_model_len (40960) is greater than the derived max_model_len "
+               "(max_position_embeddings=32768 or model_max_length=None in model's config.json). To allow "
+               "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+    boot = parsers.parse_text(HDR + "  Value error, " + message + " [type=value_error, input_value=ArgsKwargs((), "
+                              "{'model': 'Qwen/Qwen3-8B'}), input_type=ArgsKwargs]\n", year=2026)[0]
+    assert [(f.kind, f.figures) for f in boot.failures] == [("config_error", {"message": message})]
 
 
 @pytest.mark.parametrize("message,values", [

@@ -297,6 +297,9 @@ class Parse:
 
 # quotation marks that open a quote in prose ("'GPU KV cache size: …" in a commit message)
 _OPENING_QUOTES = ("'", '"', "\u201c", "\u2018")
+# a markdown table's row ("| oom | `torch.OutOfMemoryError: …` | lower … |"): its cells are a
+# document's, whatever they hold, in backticks or not; no vLLM process prints a line between pipes
+_TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*\r?$")
 _HOLD_LIMIT = 4096  # items held back at most: a text this far along with vLLM lines is a log
 
 
@@ -313,9 +316,13 @@ def log_or_quote(line: Line, events: list[Event]) -> str:
     """What a line with events tells of its text: "log" — vLLM's process prefix or header not
     inside a quotation, a runtime record, or one of vLLM's own wordings (``vllm_own_wording``)
     outside any quotation; "quote" — vLLM's own wordings, every one quoted (markdown's `…` in a
-    paragraph, a list item, a table cell; a commit message's "…" or '…'), as prose quotes log
-    lines; "" — neither (another program's wording, a traceback frame, a progress line)."""
+    paragraph, a list item, a table cell; a commit message's "…" or '…'), or a markdown table's
+    row that holds one (or vLLM's prefix), in backticks or not, as prose quotes log lines; "" —
+    neither (another program's wording, a traceback frame, a progress line)."""
     raw = line.raw
+    if _TABLE_ROW.match(raw):
+        quoted = line.has_prefix or any(vllm_own_wording(ev) or ev.kind == Kind.runtime for ev in events)
+        return "quote" if quoted else ""
     if line.has_prefix:
         lead = raw.find(line.message) if line.message else len(raw)
         if "`" not in raw[: lead if lead >= 0 else len(raw)]:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal, NamedTuple
 
 from . import units
 from .lines import PLAIN_GROUPS, PLAIN_SHAPE, Line, parse_line, plain_candidate
-from .vocabulary import RUNTIME_KIND_SERIES, Phase
+from .vocabulary import FACTS, RUNTIME_KIND_SERIES, Phase
 
 
 class Kind(StrEnum):
@@ -327,6 +327,17 @@ def _field_values(fields: Fields, m: Any, record: str,
     return values
 
 
+def signed_figures(values: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``values`` without a figure printed below zero whose name cannot be (every vocabulary
+    name but those ``FactSpec.signed`` marks): such a figure is not read — never read as its
+    digits without the "-" — and the others stay.  None when nothing is left."""
+    if not values:
+        return values
+    kept = {name: q for name, q in values.items()
+            if not (isinstance(q, units.Quantity) and q.value < 0 and name in FACTS and not FACTS[name].signed)}
+    return kept or None
+
+
 @dataclass(kw_only=True, eq=False)
 class FactRule(Rule):
     """Figures that become facts: ``fields`` maps a pattern group to (fact name, printed unit)."""
@@ -335,7 +346,7 @@ class FactRule(Rule):
     fields: Fields = field(default_factory=dict)
 
     def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
-        return _field_values(self.fields, m, record)
+        return signed_figures(_field_values(self.fields, m, record))
 
 
 @dataclass(kw_only=True, eq=False)

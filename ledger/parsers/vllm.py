@@ -34,6 +34,7 @@ from .rules import (
     RuntimeRule,
     ShapeRule,
     sample_problem,
+    signed_figures,
 )
 from .vocabulary import (
     FactName,
@@ -47,6 +48,10 @@ from .vocabulary import (
 
 NUM = r"\d[\d,]*"  # an integer, maybe with thousands separators ("1,350,182")
 DEC = r"\d+(?:\.\d+)?"  # a decimal as %.2f / format_gib print it ("9.74", "2.2", "0")
+# the same with its sign, where vLLM may print one below zero ("-3.86"): a figure keeps its sign,
+# and one whose name cannot be negative (all but available_kv_cache_bytes, facts.md) is then not
+# read (``rules.FactRule``), rather than read without its "-" as a positive one
+SDEC = rf"-?{DEC}"
 SIZE_RX = r"\d+(?:\.\d+)? ?(?:bytes|[KMGT]iB)"  # torch format_size: "50.00 MiB", "1024 bytes"
 
 
@@ -78,17 +83,17 @@ _FREE_MEMORY_PIECES: list[tuple[LazyPattern, tuple[tuple[str, FactName, str], ..
      (("f", FactName.initial_free_memory_bytes, "GiB"), ("t", FactName.total_gpu_memory_bytes, "GiB"))),
     (LazyPattern(rf"Desired GPU memory utilization is \({DEC}, (?P<r>{DEC}) GiB\)"),
      (("r", FactName.requested_memory_bytes, "GiB"),)),
-    (LazyPattern(rf"(?P<c>{DEC}) GiB for consumed memory"), (("c", FactName.consumed_memory_bytes, "GiB"),)),
-    (LazyPattern(rf"(?P<a>{DEC}) GiB for peak activation"), (("a", FactName.activation_peak_bytes, "GiB"),)),
+    (LazyPattern(rf"(?P<c>{SDEC}) GiB for consumed memory"), (("c", FactName.consumed_memory_bytes, "GiB"),)),
+    (LazyPattern(rf"(?P<a>{SDEC}) GiB for peak activation"), (("a", FactName.activation_peak_bytes, "GiB"),)),
     # the graphs' memory as this line states it: its own name, so graph_capture_bytes holds only the
     # capture line's figure (one name, one wording)
-    (LazyPattern(rf"(?P<g>{DEC}) GiB for CUDAGraph memory"), (("g", FactName.cuda_graph_memory_bytes, "GiB"),)),
+    (LazyPattern(rf"(?P<g>{SDEC}) GiB for CUDAGraph memory"), (("g", FactName.cuda_graph_memory_bytes, "GiB"),)),
     # the exact byte counts, not their rounded GiB
     (LazyPattern(r"--kv-cache-memory=(?P<n>\d+)`? \([^)]*\) to fit into requested memory"),
      (("n", FactName.kv_cache_requested_limit_bytes, ""),)),
     (LazyPattern(r"--kv-cache-memory=(?P<n>\d+)`? \([^)]*\) to fully utilize gpu memory"),
      (("n", FactName.kv_cache_gpu_limit_bytes, ""),)),
-    (LazyPattern(rf"kv cache memory in use is (?P<z>{DEC}) (?P<u>GiB|bytes)"),
+    (LazyPattern(rf"kv cache memory in use is (?P<z>{SDEC}) (?P<u>GiB|bytes)"),
      (("z", FactName.available_kv_cache_bytes, "u"),)),
 ]
 
@@ -110,7 +115,7 @@ class _FreeMemoryOnDevice(FactRule):
                     values[name] = units.Quantity(int(printed), "bytes", None, printed)
                 else:
                     values[name] = units.quantity(printed, piece.group("u") if unit == "u" else unit)
-        return values or None
+        return signed_figures(values)
 
 
 FACT_RULES = [
@@ -118,7 +123,7 @@ FACT_RULES = [
     # Negative when the weights and activations left nothing ("-3.86 GiB"): read as printed, the
     # evidence of the failure that follows (facts.md)
     _fact("v1_available_kv", "Available KV cache memory: ",
-          rf"Available KV cache memory: (?P<v>-?{DEC}) GiB", {"v": (FactName.available_kv_cache_bytes, "GiB")}),
+          rf"Available KV cache memory: (?P<v>{SDEC}) GiB", {"v": (FactName.available_kv_cache_bytes, "GiB")}),
     # The CPU backend's pool (vllm/v1/worker/cpu_worker.py, 0.11+): "Explicitly set
     # ({format_gib(kv)}/{format_gib(total)}) GiB for KV cache on node {n}." when the pool was
     # given (VLLM_CPU_KVCACHE_SPACE, which overrides --kv-cache-memory-bytes), else "Auto set
@@ -131,9 +136,9 @@ FACT_RULES = [
     # "model weights take {w:.2f}GiB; non_torch_memory takes {n:.2f}GiB; PyTorch activation peak
     #  memory takes {a:.2f}GiB; the rest of the memory reserved for KV Cache is {kv:.2f}GiB."
     _fact("v0_profile_breakdown", "the rest of the memory reserved for KV Cache is ",
-          rf"model weights take (?P<w>{DEC}) ?GiB; non_torch_memory takes (?P<n>{DEC}) ?GiB; "
-          rf"PyTorch activation peak memory takes (?P<a>{DEC}) ?GiB; "
-          rf"the rest of the memory reserved for KV Cache is (?P<kv>{DEC}) ?GiB",
+          rf"model weights take (?P<w>{SDEC}) ?GiB; non_torch_memory takes (?P<n>{SDEC}) ?GiB; "
+          rf"PyTorch activation peak memory takes (?P<a>{SDEC}) ?GiB; "
+          rf"the rest of the memory reserved for KV Cache is (?P<kv>{SDEC}) ?GiB",
           {"w": (FactName.model_weights_bytes, "GiB"), "n": (FactName.non_torch_memory_bytes, "GiB"),
            "a": (FactName.activation_peak_bytes, "GiB"), "kv": (FactName.available_kv_cache_bytes, "GiB")}),
     # V0 0.6.5-0.10.2, second line: "the current vLLM instance can use total_gpu_memory
@@ -148,7 +153,7 @@ FACT_RULES = [
     # V0 0.6.4 only: "Memory profiling results: total_gpu_memory=%.2fGiB initial_memory_usage=..
     # ... kv_cache_size=%.2fGiB gpu_memory_utilization=%.2f"
     _fact("v0_064_profile", "Memory profiling results: ",
-          rf"total_gpu_memory=(?P<t>{DEC})GiB.*?kv_cache_size=(?P<kv>{DEC})GiB",
+          rf"total_gpu_memory=(?P<t>{DEC})GiB.*?kv_cache_size=(?P<kv>{SDEC})GiB",
           {"t": (FactName.total_gpu_memory_bytes, "GiB"), "kv": (FactName.available_kv_cache_bytes, "GiB")}),
     # --kv-cache-memory-bytes (ref §2.4): 0.10.2-0.11 "Initial free memory {free} GiB, reserved
     # {kv:.2f}GiB memory for KV Cache as specified by kv_cache_memory_bytes config"; 0.11.1+
@@ -182,19 +187,19 @@ FACT_RULES = [
     # 0.4.0-0.7.3 "Loading model weights took %.4f GB" (GiB labelled GB); some 0.7.x/0.8-dev
     # builds append " and %.6f seconds"
     _fact("v0_weights", "Loading model weights took ",
-          rf"Loading model weights took (?P<w>{DEC}) GB(?: and (?P<s>{DEC}) seconds)?",
+          rf"Loading model weights took (?P<w>{SDEC}) GB(?: and (?P<s>{DEC}) seconds)?",
           {"w": (FactName.model_weights_bytes, "GB"), "s": (FactName.model_load_seconds, "s")}),
     # 0.8.0-0.8.2 "Model loading took %.4f GB and %.6f seconds"; 0.8.3+ "GiB"; 0.11.1+ "GiB memory";
     # 0.14+ "%s GiB memory" (format_gib); Model Runner V2 "…GiB and …" (ref §2.2)
     _fact("model_loading", "Model loading took ",
-          rf"Model loading took (?P<w>{DEC}) (?P<u>GiB|GB)(?: memory)? and (?P<s>{DEC}) seconds",
+          rf"Model loading took (?P<w>{SDEC}) (?P<u>GiB|GB)(?: memory)? and (?P<s>{DEC}) seconds",
           {"w": (FactName.model_weights_bytes, "GiB"), "s": (FactName.model_load_seconds, "s")}),
     # 0.8.0+ default_loader: "Loading weights took %.2f seconds"
     _fact("loading_weights", "Loading weights took ", rf"Loading weights took (?P<s>{DEC}) seconds",
           {"s": (FactName.model_load_seconds, "s")}),
     # 0.2.7-0.6.3 "Graph capturing finished in %.0f secs."; 0.6.4+ "…, took %.2f GiB" (ref §2.7)
     _fact("graph_capture", "Graph capturing finished in ",
-          rf"Graph capturing finished in (?P<s>{DEC}) secs(?:, took (?P<b>{DEC}) GiB)?",
+          rf"Graph capturing finished in (?P<s>{DEC}) secs(?:, took (?P<b>{SDEC}) GiB)?",
           {"s": (FactName.graph_capture_seconds, "s"), "b": (FactName.graph_capture_bytes, "GiB")}),
     # 0.6.5-0.17.1 "torch.compile takes %.2f s in total"; 0.18+ "took"; 0.32+ optional "[tag] "
     _fact("torch_compile", "torch.compile ", rf"torch\.compile (?:takes|took) (?P<s>{DEC}) s in total",
@@ -294,12 +299,18 @@ def _engine_config(m: re.Match[str], line: Line, record: str) -> dict[str, Any] 
 # "Initializing a V1 LLM engine (v%s) with config: %s" (0.7.1+)  (ref §2.1)
 _ENGINE_INIT = r"Initializing an? (?:V[01] )?LLM engine(?: \(v(?P<v>[^)\s]+)\))? with config: (?P<d>.*)$"
 
+# V1 0.9+ logging_utils/dump_input.py (not in ref): "Dumping input data for V1 LLM engine (v%s) with
+# config: %s, " — the engine's config as the init line prints it, dumped when a model-execution
+# step raised (EngineCore.log_error_detail): a step was in flight, so the engine was serving
+_DUMP_INPUT = r"Dumping input data for V1 LLM engine \(v(?P<v>[^)\s]+)\) with config: (?P<d>.*)$"
+
 DUMP_RULES = [
     # 0.9.0+ "non-default args: %s" (dict repr)
     _shape("args_dict", "non-default args: ", r"non-default args: (?P<d>\{.*)$", extract=_args_dict),
     # 0.2.7-0.8.5 "args: %s" (argparse Namespace)
     _shape("args_namespace", "args: Namespace(", r"^args: Namespace\((?P<d>.*)$", extract=_args_namespace),
     _shape("engine_config", "LLM engine", _ENGINE_INIT, extract=_engine_config),
+    _shape("dump_input_config", "Dumping input data for V1 LLM engine", _DUMP_INPUT, extract=_engine_config),
 ]
 
 # -- engine identity --------------------------------------------------------------------------------
@@ -326,6 +337,8 @@ META_RULES = [
     # 0.15+ ASCII logo: "█ ▀▄▀ █  version 0.23.0"
     MetaRule(name="logo_version", anchor="█  version ", pattern=r"█  version (?P<v>\S+)\s*$", extract=_version),
     MetaRule(name="engine_version", anchor="LLM engine", pattern=_ENGINE_INIT, extract=_version),
+    MetaRule(name="dump_input_version", anchor="Dumping input data for V1 LLM engine", pattern=_DUMP_INPUT,
+             extract=_version),
     MetaRule(name="image_digest", anchor="sha256:", pattern=r"sha256:[0-9a-f]{64}\b", extract=_digest),
 ]
 
@@ -373,6 +386,9 @@ MARKER_RULES = [
     _marker("traceback_header", "Traceback (most recent call last)", Marker.traceback,
             r"^Traceback \(most recent call last\):"),
     _marker("traceback_frame", '", line ', Marker.traceback, r'^File "[^"]+", line \d+, in \S'),
+    # a frame line cut after its path (a paste's storage broke it; '", line N, in f' starts the
+    # next physical line, unprefixed): still a line of the traceback
+    _marker("traceback_frame_cut", 'File "', Marker.traceback, r'^File "[^"]+"$'),
 ]
 
 # Traceback frames that tell which start-up step an exception came from (innermost wins).
@@ -406,17 +422,20 @@ _OOM_FIGURES = [
     # torch <=2.0: " (GPU <d>; <T> total capacity; <A> already allocated; <F> free; ...
     #  <R> reserved in total by PyTorch)"
     (LazyPattern(r"\(GPU (?P<v>\d+); "), FailureFigure.gpu_index),
-    (LazyPattern(rf"(?P<v>{SIZE_RX}) total capacity;"), FailureFigure.total_capacity_bytes),
-    (LazyPattern(rf"(?P<v>{SIZE_RX}) already allocated;"), FailureFigure.allocated_by_pytorch_bytes),
+    (LazyPattern(rf"(?P<v>-?{SIZE_RX}) total capacity;"), FailureFigure.total_capacity_bytes),
+    (LazyPattern(rf"(?P<v>-?{SIZE_RX}) already allocated;"), FailureFigure.allocated_by_pytorch_bytes),
     (LazyPattern(rf"; (?P<v>{SIZE_RX}) free;"), FailureFigure.free_bytes),
     (LazyPattern(rf"this process has (?P<v>{SIZE_RX}) memory in use"), FailureFigure.in_use_bytes),
     (LazyPattern(rf"Of the allocated memory (?P<v>{SIZE_RX}) is allocated by PyTorch"),
      FailureFigure.allocated_by_pytorch_bytes),
-    (LazyPattern(rf"(?P<v>{SIZE_RX}) is reserved by PyTorch but unallocated"), FailureFigure.reserved_unallocated_bytes),
+    (LazyPattern(rf"(?P<v>-?{SIZE_RX}) is reserved by PyTorch but unallocated"), FailureFigure.reserved_unallocated_bytes),
 ]
 
 
 def _figures(record: str, table: Sequence[tuple[LazyPattern, str]]) -> dict[str, Any]:
+    """A failure's figures; one printed below zero is not read (no failure figure can be: a
+    pattern that does not start at a word takes the "-" in, so that its digits are not read as
+    a positive figure)."""
     out: dict[str, Any] = {}
     for rx, name in table:
         if name in out:
@@ -425,6 +444,8 @@ def _figures(record: str, table: Sequence[tuple[LazyPattern, str]]) -> dict[str,
         if not m:
             continue
         printed = m.group("v")
+        if printed.startswith("-"):
+            continue
         out[name] = units.size(printed) if re.search(r"[A-Za-z]", printed) else int(printed)
     return out
 
@@ -436,7 +457,7 @@ def _oom(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
 _KV_TOO_SMALL_FIGURES = [
     (LazyPattern(r"max seq len \((?P<v>\d+)\)"), FailureFigure.max_model_len),
     # the "(" goes missing where a reporter wrapped the message by hand before the figure
-    (LazyPattern(rf"(?:\(|\b)(?P<v>{DEC} Gi?B) KV cache is needed"), FailureFigure.needed_bytes),
+    (LazyPattern(rf"(?:\(|\b|(?=-))(?P<v>{SDEC} Gi?B) KV cache is needed"), FailureFigure.needed_bytes),
     (LazyPattern(rf"available KV cache memory \((?P<v>{DEC} Gi?B)\)"), FailureFigure.available_bytes),
     (LazyPattern(r"estimated maximum model length is (?P<v>\d+)\."), FailureFigure.estimated_max_model_len),
     # V0: "… that can be stored in KV cache ({max_seq_len})"
@@ -533,6 +554,14 @@ FAILURE_RULES = [
     # "Total number of attention heads (%d) must be divisible by tensor parallel size (%d)."
     _failure("heads_not_divisible", "must be divisible by tensor parallel size", FailureKind.config_error,
              r"(?P<m>Total number of (?:attention|key-value) heads.*must be divisible by tensor parallel size.*)$"),
+    # config.py _get_and_verify_max_len (0.4+; not in ref): "User-specified max_model_len ({L}) is
+    # greater than the derived max_model_len ({key}={D} or model_max_length={M} in model's
+    # config.json). This may lead to incorrect model outputs or CUDA errors. …" (later "… To allow
+    # overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", and inside
+    # pydantic's "Value error, … [type=value_error, …]" from 0.10)
+    _failure("max_model_len_too_large", "is greater than the derived max_model_len", FailureKind.config_error,
+             r"(?P<m>User-specified max_model_len \(\d+\) is greater than the derived max_model_len.*?)"
+             r"(?: \[type=value_error.*)?$"),
     _failure("heads_per_kv_not_divisible", "query heads per KV head", FailureKind.config_error,
              r"(?P<m>The model's number of query heads per KV head .*must be divisible.*)$"),
     # pydantic wraps config errors: "pydantic_core._pydantic_core.ValidationError: 1 validation
@@ -819,6 +848,9 @@ RUNTIME_RULES: list[Rule] = [
     # ref): an error inside a request, so the engine had come up (facts.md "Boot outcome")
     MarkerRule(name="request_error", anchor="Error in chat completion stream generator",
                marker=Marker.serving, implies_up=True),
+    # the fatal-error dump of a model-execution step (``_DUMP_INPUT``): the engine was serving
+    MarkerRule(name="dump_input_serving", anchor="Dumping input data for V1 LLM engine",
+               pattern=r"Dumping input data for V1 LLM engine \(v", marker=Marker.serving, implies_up=True),
 ]
 
 BUILTIN_RULES: list[Rule] = (

@@ -188,6 +188,11 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
                {'source': 'engine_config', 'items': {'model': '/tmp/CodeLlama-13b-Instruct-hf', 'tokenizer': '/tmp/CodeLlama-13b-Instruct-hf', 'tokenizer_mode': 'auto', 'revision': None, 'tokenizer_revision': None, 'trust_remote_code': True, 'dtype': 'float16', 'max_model_len': 16384, 'download_dir': None, 'load_format': 'auto', 'tensor_parallel_size': 5, 'quantization': None, 'enforce_eager': False, 'seed': 0}, 'complete': True},
                'fixtures/real/052_v0-0.2x-ray-fastchat-tp5-heads-not-divisible.log:13'),
     ),
+    'dump_input_config': (
+        Sample("(EngineCore pid=23935) ERROR 05-21 04:01:32 [dump_input.py:72] Dumping input data for V1 LLM engine (v0.21.0) with config: model='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', speculative_config=SpeculativeConfig(method='mtp', model='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', num_spec_tokens=3), tokenizer='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, trust_remote_code=True, dtype=torch.bfloat16, max_seq_len=200000, download_dir=None, load_format=auto, tensor_parallel_size=8, pipeline_parallel_size=1, data_parallel_size=1, decode_context_parallel_size=1, dcp_comm_backend=ag_rs, disable_custom_all_reduce=False, quantization=fp8, quantization_config=None, enforce_eager=False, enable_return_routed_experts=False, kv_cache_dtype=auto, device_config=cuda, structured_outputs_config=StructuredOutputsConfig(backend='auto', disable_any_whitespace=False, disable_additional_properties=False, reasoning_parser='glm4",
+               {'source': 'engine_config', 'items': {'model': '/data/cache/model_scope/ZhipuAI/GLM-5-FP8', 'speculative_config': "SpeculativeConfig(method='mtp', model='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', num_spec_tokens=3)", 'tokenizer': '/data/cache/model_scope/ZhipuAI/GLM-5-FP8', 'skip_tokenizer_init': False, 'tokenizer_mode': 'auto', 'revision': None, 'tokenizer_revision': None, 'trust_remote_code': True, 'dtype': 'bfloat16', 'max_model_len': 200000, 'download_dir': None, 'load_format': 'auto', 'tensor_parallel_size': 8, 'pipeline_parallel_size': 1, 'data_parallel_size': 1, 'decode_context_parallel_size': 1, 'dcp_comm_backend': 'ag_rs', 'disable_custom_all_reduce': False, 'quantization': 'fp8', 'quantization_config': None, 'enforce_eager': False, 'enable_return_routed_experts': False, 'kv_cache_dtype': 'auto', 'device_config': 'cuda'}, 'complete': False},
+               'fixtures/real/607_v1-0.21.0-worker-proc-died-dump-input-banner-split-in-storage.log:12'),
+    ),
     'api_server_version': (
         Sample('INFO 06-06 15:53:55 [api_server.py:1289] vLLM API server version 0.9.0.1',
                {'engine_version': '0.9.0.1', 'engine_commit': None},
@@ -202,6 +207,11 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
         Sample("INFO 04-07 05:27:51 [llm_engine.py:241] Initializing a V0 LLM engine (v0.8.1) with config: model='meta-llama/Llama-3.2-1B-Instruct', speculative_config=None, tokenizer='meta-llama/Llama-3.2-1B-Instruct', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, override_neuron_config=None, tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len=131072, download_dir=None, load_format=auto, tensor_parallel_size=1, pipeline_parallel_size=1, disable_custom_",
                {'engine_version': '0.8.1', 'engine_commit': None},
                'fixtures/real/026_v0-0.8.1-kserve-huggingfaceserver-interleaved.log:17'),
+    ),
+    'dump_input_version': (
+        Sample("(EngineCore pid=23935) ERROR 05-21 04:01:32 [dump_input.py:72] Dumping input data for V1 LLM engine (v0.21.0) with config: model='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', speculative_config=SpeculativeConfig(method='mtp', model='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', num_spec_tokens=3), tokenizer='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, trust_remote_code=True, dtype=torch.bfloat16, max_seq_len=200000, download_dir=None, load_format=auto, tensor_parallel_size=8, pipeline_parallel_size=1, data_parallel_size=1, decode_context_parallel_size=1, dcp_comm_backend=ag_rs, disable_custom_all_reduce=False, quantization=fp8, quantization_config=None, enforce_eager=False, enable_return_routed_experts=False, kv_cache_dtype=auto, device_config=cuda, structured_outputs_config=StructuredOutputsConfig(backend='auto', disable_any_whitespace=False, disable_additional_properties=False, reasoning_parser='glm4",
+               {'engine_version': '0.21.0', 'engine_commit': None},
+               'fixtures/real/607_v1-0.21.0-worker-proc-died-dump-input-banner-split-in-storage.log:12'),
     ),
     'image_digest': (
         Sample('Digest: sha256:7923b4803d9b5a0d2e8a1fd6ee3a0b0a3f5c1a9d4e7b2c6f8a0d1e3b5c7f9a2b',
@@ -363,6 +373,11 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
                {},
                'fixtures/real/410_v1-0.2x-dgx-spark-gb10-rpc-sample-tokens-timeout-frames.log:15'),
     ),
+    'traceback_frame_cut': (
+        Sample('(VllmWorker rank=0 pid=2699411) ERROR 08-11 10:45:36 [multiproc_executor.py:511]   File "/environments/venv/lib64/python3.11/site-packages/vllm/distributed/parallel_state.py"',
+               {},
+               'fixtures/real/608_v1-0.9x-vllmworker-rank0-rank1-interleaved-frames-storage-wrapped-file-lines.log:12'),
+    ),
     'frame_load_model': (
         Sample('(VllmWorker rank=5 pid=3073)   File "/opt/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 136, in load_model',
                {},
@@ -512,6 +527,11 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
         Sample('ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6).',
                {'message': 'Total number of attention heads (40) must be divisible by tensor parallel size (6).'},
                "tests/test_vllm_wordings.py:108 (vLLM's format)"),
+    ),
+    'max_model_len_too_large': (
+        Sample("ValueError: [address=127.0.0.1:37657, pid=3125985] User-specified max_model_len (4096) is greater than the derived max_model_len (seq_length=2048 or model_max_length=None in model's config.json). This may lead to incorrect model outputs or CUDA errors. Make sure the value is correct and within the model context size.",
+               {'message': "User-specified max_model_len (4096) is greater than the derived max_model_len (seq_length=2048 or model_max_length=None in model's config.json). This may lead to incorrect model outputs or CUDA errors. Make sure the value is correct and within the model context size."},
+               'fixtures/real/613_v0-xinference-max-model-len-greater-than-derived-valueerror-wrapper-traceback.log:11'),
     ),
     'heads_per_kv_not_divisible': (
         Sample("ValueError: The model's number of query heads per KV head (6) must be divisible by `--decode-context-parallel-size` (4).",
@@ -812,5 +832,10 @@ SAMPLES: dict[str, tuple[Sample, ...]] = {
         Sample('(APIServer pid=1) ERROR 05-04 01:09:12 [serving_chat.py:1114] Error in chat completion stream generator.',
                {},
                "serving_chat.py's logger.exception('Error in chat completion stream generator.') (not in ref)"),
+    ),
+    'dump_input_serving': (
+        Sample("(EngineCore pid=23935) ERROR 05-21 04:01:32 [dump_input.py:72] Dumping input data for V1 LLM engine (v0.21.0) with config: model='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', speculative_config=SpeculativeConfig(method='mtp', model='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', num_spec_tokens=3), tokenizer='/data/cache/model_scope/ZhipuAI/GLM-5-FP8', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, trust_remote_code=True, dtype=torch.bfloat16, max_seq_len=200000, download_dir=None, load_format=auto, tensor_parallel_size=8, pipeline_parallel_size=1, data_parallel_size=1, decode_context_parallel_size=1, dcp_comm_backend=ag_rs, disable_custom_all_reduce=False, quantization=fp8, quantization_config=None, enforce_eager=False, enable_return_routed_experts=False, kv_cache_dtype=auto, device_config=cuda, structured_outputs_config=StructuredOutputsConfig(backend='auto', disable_any_whitespace=False, disable_additional_properties=False, reasoning_parser='glm4",
+               {},
+               'fixtures/real/607_v1-0.21.0-worker-proc-died-dump-input-banner-split-in-storage.log:12'),
     ),
 }

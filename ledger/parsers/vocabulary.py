@@ -61,10 +61,14 @@ class FactSpec:
     summary: str
     description: str
     extension: bool = False
+    # may be read below zero, as printed (facts.md: a negative available KV cache memory is the
+    # evidence of the failure that follows); any other name printed negative is not read
+    signed: bool = False
 
 
 _FACTS = [
-    FactSpec(FactName.available_kv_cache_bytes, "bytes", "min", "KV budget the profiler left (per rank)"),
+    FactSpec(FactName.available_kv_cache_bytes, "bytes", "min", "KV budget the profiler left (per rank)",
+             signed=True),
     FactSpec(FactName.kv_cache_reserved_bytes, "bytes", "min", "KV budget fixed by --kv-cache-memory-bytes"),
     FactSpec(FactName.kv_cache_tokens, "tokens", "min", "GPU KV cache size in tokens"),
     FactSpec(FactName.max_concurrency, "x", "min", "maximum concurrency at max_concurrency_tokens"),
