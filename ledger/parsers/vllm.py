@@ -8,6 +8,7 @@ Patterns are searched in the message part of a line (after prefix, level, time, 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -118,6 +119,20 @@ class _FreeMemoryOnDevice(FactRule):
         return signed_figures(values)
 
 
+@dataclass(kw_only=True, eq=False)
+class _FormatGibRule(FactRule):
+    """A figure vLLM prints with ``format_gib`` (vllm/utils/mem_utils.py: ``str(round(b / GiB, 2))``):
+    Python drops trailing zeros, so "1.0" is 1.00 GiB to the nearest hundredth — its precision is
+    half a hundredth of a GiB, not half a tenth."""
+
+    def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
+        values = super().read(m, line, record)
+        for name, q in (values or {}).items():
+            if isinstance(q, units.Quantity) and q.unit == "bytes" and q.precision is not None:
+                values[name] = dataclasses.replace(q, precision=min(q.precision, 0.005 * 2**30))  # type: ignore[index]
+        return values
+
+
 FACT_RULES = [
     # V1 0.9.1-0.13 "Available KV cache memory: %.2f GiB"; 0.14+ "%s GiB" via format_gib (ref §2.3).
     # Negative when the weights and activations left nothing ("-3.86 GiB"): read as printed, the
@@ -129,9 +144,9 @@ FACT_RULES = [
     # given (VLLM_CPU_KVCACHE_SPACE, which overrides --kv-cache-memory-bytes), else "Auto set
     # ({kv}/{total}) GiB for KV cache on node {n}, with …".  The first figure is the pool (per
     # node); the second is the node's memory, not a device's.
-    _fact("cpu_kv_pool", "GiB for KV cache on node ",
-          rf"(?:Explicitly|Auto) set \((?P<v>{DEC})/{DEC}\) GiB for KV cache on node \d",
-          {"v": (FactName.available_kv_cache_bytes, "GiB")}),
+    _FormatGibRule(name="cpu_kv_pool", anchor="GiB for KV cache on node ",
+                   pattern=rf"(?:Explicitly|Auto) set \((?P<v>{DEC})/{DEC}\) GiB for KV cache on node \d",
+                   fields={"v": (FactName.available_kv_cache_bytes, "GiB")}),
     # V0 0.6.5-0.10.2, third line of the multi-line profiling record (ref §2.3):
     # "model weights take {w:.2f}GiB; non_torch_memory takes {n:.2f}GiB; PyTorch activation peak
     #  memory takes {a:.2f}GiB; the rest of the memory reserved for KV Cache is {kv:.2f}GiB."
