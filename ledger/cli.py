@@ -1,10 +1,10 @@
 """The ``ledger`` command (also installed as ``vllm-ledger``): wiring options to the library and
 domain errors to exit codes.
 
-Exit codes: 0 fine; 1 a finding (``check``: a verdict off, broken or over); 2 a usage or input
-error (a bad option, an unknown boot, an unreadable file or ledger), printed as one line
-starting ``Error: ``.  What a command prints goes through ``ledger.render`` (one output
-contract: ``--format table|markdown|csv|json|jsonl``).
+Exit codes: 0 fine; 1 a finding (``check``: a latest boot that failed or crashed, a verdict off,
+broken or over); 2 a usage or input error (a bad option, an unknown boot, an unreadable file or
+ledger), printed as one line starting ``Error: ``.  What a command prints goes through
+``ledger.render`` (one output contract: ``--format table|markdown|csv|json|jsonl``).
 
 Nothing here parses logs, builds SQL or opens a database itself; see ``ledger.ingest``,
 ``ledger.queries``, ``ledger.diff`` and ``ledger.db``.
@@ -775,10 +775,12 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
 def check(deploys: tuple[str, ...], control: str | None, max_decode_drop: str, fmt: str, db: str | None) -> None:
     """Check the deploys' latest boots (all deploys if none named) against every view.
 
-    KV reconciliation (predicted vs measured tokens, within 0.1%), the KV formula (tokens from
-    the model's own geometry, ledger model add; a group's first boot is checked by it), the capacity contract
-    (tokens >= max_num_seqs x max_model_len) and the VRAM and host ceilings. Exits 1 if any
-    verdict is off, broken or over — usable in a deploy repo's CI; 'insufficient' does not fail.
+    Survival (how the boot ended: 'failed' before ready, 'crashed' after it, 'running' where its
+    log ends), KV reconciliation (predicted vs measured tokens, within 0.1%), the KV formula
+    (tokens from the model's own geometry, ledger model add; a group's first boot is checked by
+    it), the capacity contract (tokens >= max_num_seqs x max_model_len) and the VRAM and host
+    ceilings. Exits 1 if the boot failed or crashed, or any verdict is off, broken or over —
+    usable in a deploy repo's CI; 'insufficient' and 'running' do not fail.
     A deploy that does not exist is an error (exit 2).  A group's KV reference is 'reference'
     (predicted from itself, so no test).  --against CONTROL adds decode: the median generation
     speed over intervals with running requests, against the control's, with the noise; 'slower'

@@ -24,6 +24,8 @@ from .verdicts import (
     CheckLine,
     capacity_line,
     ceiling_lines,
+    survival,
+    survival_line,
     view_rows,
 )
 
@@ -157,7 +159,8 @@ class DeployCheck:
 
 
 def check(ledger: Ledger, refs: list[str] | None = None) -> list[DeployCheck]:
-    """Every view for the deploys' latest boots (all deploys when none are named)."""
+    """How the deploys' latest boots ended, and every view for them (all deploys when none are
+    named): a latest boot that failed or crashed fails the check, whatever its figures say."""
     with ledger.reading() as s:
         if refs:
             deploys = [d for ref in refs for d in deploys_named(s, ref)]
@@ -173,9 +176,11 @@ def check(ledger: Ledger, refs: list[str] | None = None) -> list[DeployCheck]:
     form = {r["boot_id"]: r for r in view_rows(ledger, "kv_formula", ids)}
     cap = {r["boot_id"]: r for r in view_rows(ledger, "capacity_contract", ids)}
     ceil = {r["boot_id"]: r for r in view_rows(ledger, "budget_ceilings", ids)}
+    ended = survival(ledger, ids)
     results = []
     for name, bid, outcome in targets:
-        lines = [*kv_lines(rec.get(bid), form.get(bid)), capacity_line(cap.get(bid)), *ceiling_lines(ceil.get(bid))]
+        lines = [survival_line(ended.get(bid)), *kv_lines(rec.get(bid), form.get(bid)), capacity_line(cap.get(bid)),
+                 *ceiling_lines(ceil.get(bid))]
         results.append(DeployCheck(name, bid, outcome, lines))
     return results
 
