@@ -730,7 +730,9 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
     With --like BOOT the cost per token is that boot's measured budget / tokens (exact when the
     boot set --kv-cache-memory-bytes); with --config the exact allocator reproduces what the
     engine release would print. Prints tokens, concurrency at max_model_len and the margin
-    against max_num_seqs x max_model_len (the capacity contract).
+    against max_num_seqs x max_model_len (the capacity contract). With --like, a boot of its
+    group at that shape that failed, or crashed at runtime, is named and makes the verdict
+    'failed' or 'crashed': the arithmetic is no proof the shape comes up or serves.
 
     \b
     Examples:

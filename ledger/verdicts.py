@@ -227,3 +227,63 @@ def survival_line(s: Survival | None) -> CheckLine:
         return CheckLine(SURVIVAL, Verdict.insufficient, "no such boot")
     return CheckLine(SURVIVAL, s.verdict, survival_text(s.to_json()))
 
+
+# -- a shape's record in its group: did its boots come up, did they survive ------------------------
+
+
+@dataclass
+class ShapeFailure:
+    """A boot of a shape that failed or crashed, and the newer boot of the shape that answers
+    it, if any: a failure is answered by a newer boot that came up, a crash only by one that
+    was stopped on request (a boot that is still running proves nothing of the load that
+    killed the other)."""
+
+    survival: Survival
+    answered_by: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.survival.to_json(), "answered_by": boot_id(self.answered_by)}
+
+
+@dataclass
+class ShapeRecord:
+    """The boots of one group (model, KV dtype, TP, block size, release) at one
+    ``max_num_seqs`` x ``max_model_len``, newest first, and those that failed or crashed."""
+
+    group_key: str
+    max_num_seqs: int
+    max_model_len: int
+    boots: list[Survival] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[ShapeFailure]:
+        out = []
+        for i, s in enumerate(self.boots):
+            if s.verdict not in (Verdict.failed, Verdict.crashed):
+                continue
+            newer = self.boots[:i]
+            answers = (Verdict.ok,) if s.verdict == Verdict.crashed else (Verdict.ok, Verdict.running, Verdict.crashed)
+            answer = next((n.boot for n in reversed(newer) if n.verdict in answers), None)
+            out.append(ShapeFailure(s, answer))
+        return out
+
+    @property
+    def verdict(self) -> str | None:
+        """``crashed`` when a crash of the shape is unanswered, else ``failed`` when a failure
+        is, else None (nothing measured against the shape)."""
+        open_ = {f.survival.verdict for f in self.failures if f.answered_by is None}
+        return next((v for v in (Verdict.crashed, Verdict.failed) if v in open_), None)
+
+
+def shape_record(ledger: Ledger, group_key: str | None, max_num_seqs: int | None, max_model_len: int | None,
+                 exclude: int | None = None) -> ShapeRecord | None:
+    """The boots of ``group_key`` at ``max_num_seqs`` x ``max_model_len`` (but ``exclude``) and
+    how each ended; None when the group or the shape is not known."""
+    if group_key is None or not max_num_seqs or not max_model_len:
+        return None
+    with ledger.reading() as r:
+        ids = [b for b in r.scalars("SELECT boot_id FROM boot_kv WHERE group_key = :g AND max_num_seqs = :s "
+                                    "AND max_model_len = :l ORDER BY started_at IS NULL, started_at DESC, boot_id DESC",
+                                    {"g": group_key, "s": max_num_seqs, "l": max_model_len}) if b != exclude]
+    ended = survival(ledger, ids)
+    return ShapeRecord(group_key, max_num_seqs, max_model_len, [ended[b] for b in ids])

@@ -3,8 +3,8 @@ The seeds: five 262,144-token contexts "passed every boot gate" and a real reque
 Worker_TP1 — "Boot is not proof of runtime survivability."  That boot is
 fixtures/reconcile/fp8-5x262144-runtime-oom.log (ready at line 10, 02:11:33; the worker's death at
 line 17, 02:15:14: 0:03:41 after ready).  A deploy whose latest boot failed, or crashed after
-ready, is never ``ok``: ``check`` exits 1, history's verdict says it, and the pages show the
-same objects."""
+ready, is never ``ok``: ``check`` exits 1, history's verdict says it, ``predict --like`` and
+``note`` name the crash of that shape, and the pages show the same objects."""
 
 from __future__ import annotations
 
@@ -37,6 +37,15 @@ def six(filled):
 def seeded(filled):
     """The seed notes' four boots, each its own deploy (boot 2 is the 5-slot one)."""
     return filled("seed-boots", ingest_seed_boots)
+
+
+@pytest.fixture
+def slots(filled):
+    """The seeds' four boots and the six-slot one that failed at kv_alloc (boot 5)."""
+    def build(db: str) -> None:
+        ingest_seed_boots(db)
+        ledger_on(db, "ingest", str(SWEEPS / f"{SIX}.log"), "--label", SIX)
+    return filled("survival-slots", build)
 
 
 def as_json(cli, *args: str, code: int = 0):
@@ -201,6 +210,98 @@ def test_history_paints_a_crashed_row_red_not_green(seeded, monkeypatch):
     out = CliRunner().invoke(main, ["--db", seeded, "history"], color=True).output
     (row,) = [line for line in out.splitlines() if FIVE in line]
     assert row.count("\x1b[31m\x1b[1mcrashed") == 2 and "\x1b[32m" not in row  # outcome and verdict, red
+
+
+# -- predict --------------------------------------------------------------------------------------------
+
+
+def test_predict_names_the_shape_that_crashed_at_runtime(seeded, cli):
+    """'Five 262144-token contexts passed every boot gate ... killed Worker_TP1': the arithmetic
+    from the 4-slot boot says 5 x 262,144 fits; the ledger says that shape crashed."""
+    r = cli("predict", "--like", "fp8-4x262144-ready", "--max-num-seqs", "5", "--max-model-len", "262144")
+    assert r.exit_code == 0
+    assert "contract     5 x 262,144 = 1,310,720 tokens: margin +0 tokens (0 B, 0 B) — ok" in r.output
+    assert "shape        5 x 262,144: crashed at runtime after 0:03:41: oom (boot 2)" in r.output
+    assert ("verdict      crashed: the contract's arithmetic holds, but a boot of this shape crashed at runtime"
+            in r.output)
+
+
+def test_predict_json_keeps_the_contracts_verdict_beside_the_crash(seeded, cli):
+    p = as_json(cli, "predict", "--like", "fp8-4x262144-ready", "--max-num-seqs", "5", "--max-model-len", "262144")
+    assert (p["verdict"], p["contract_verdict"]) == ("crashed", "ok")
+    (f,) = p["shape_failures"]
+    assert (f["boot"], f["verdict"], f["seconds"], f["answered_by"]) == ("2", "crashed", 221.0, None)
+
+
+def test_predict_like_the_crashed_boot_itself_is_crashed(seeded, cli):
+    p = as_json(cli, "predict", "--like", FIVE, "--kv-bytes", "10388766720")
+    assert (p["max_num_seqs"], p["max_model_len"], p["verdict"]) == (5, 262144, "crashed")
+
+
+def test_predict_names_a_shape_that_did_not_come_up(slots, cli):
+    """'Six full-length contexts do NOT fit at any KV dtype'."""
+    r = cli("predict", "--like", "fp8-4x262144-ready", "--max-num-seqs", "6", "--max-model-len", "262144")
+    assert "shape        6 x 262,144: failed at kv_alloc: oom (boot 5)" in r.output
+    assert as_json(cli, "predict", "--like", "fp8-4x262144-ready", "--max-num-seqs", "6", "--max-model-len",
+                   "262144")["verdict"] == "failed"
+
+
+def test_predict_of_a_shape_no_boot_failed_is_the_contracts(seeded, cli):
+    p = as_json(cli, "predict", "--like", "fp8-4x262144-ready", "--max-num-seqs", "4", "--max-model-len", "262144")
+    assert (p["verdict"], p["contract_verdict"], p["shape_failures"]) == ("ok", "ok", [])
+
+
+def test_predict_does_not_borrow_a_crash_from_another_kv_dtype(seeded, cli):
+    """The bf16 boot's group is not the fp8 one: fp8's 5 x 262,144 crash says nothing of bf16's."""
+    p = as_json(cli, "predict", "--like", "bf16-3x241664-ready", "--max-num-seqs", "5", "--max-model-len", "262144")
+    assert p["shape_failures"] == [] and p["verdict"] == p["contract_verdict"]
+
+
+def test_a_failure_is_answered_by_a_newer_boot_that_came_up_a_crash_only_by_a_stop():
+    """A newer boot of the shape that came up answers a failure to come up; a crash at runtime
+    is answered only by a newer boot stopped on request (one still running proves nothing of the
+    load that killed the other)."""
+    from ledger.verdicts import ShapeRecord, Survival
+
+    def boot(bid: int, verdict: str) -> Survival:
+        return Survival(bid, verdict, verdict, None, 1)
+
+    record = ShapeRecord("g", 5, 262144, [boot(4, "running"), boot(3, "crashed"), boot(2, "failed")])
+    assert [(f.survival.boot, f.answered_by) for f in record.failures] == [(3, None), (2, 3)]
+    assert record.verdict == "crashed"
+    stopped = ShapeRecord("g", 5, 262144, [boot(5, "ok"), boot(3, "crashed")])
+    assert [f.answered_by for f in stopped.failures] == [5] and stopped.verdict is None
+
+
+# -- note -------------------------------------------------------------------------------------------------
+
+
+def test_note_says_how_the_crashed_boot_ended(seeded, cli):
+    out = cli("note", FIVE, "--against", "fp8-4x262144-ready").output
+    assert f"survival        crashed: {CRASH_DETAIL} (was running)" in out.splitlines()
+
+
+def test_note_trailers_carry_the_crash(seeded, cli):
+    out = cli("note", FIVE, "--format", "trailers").output
+    assert "Survival: crashed at runtime after 0:03:41: oom" in out.splitlines()
+
+
+def test_note_on_another_boot_of_the_shape_names_the_crash(seeded, cli, tmp_path):
+    """The 5-slot boot's log up to 'Application startup complete' (as a watch or an ingest sees
+    it while it still serves), read as a boot of its own: it came up, and the note of it names
+    the boot of its group and shape that crashed at runtime."""
+    log = tmp_path / "fp8-5x262144-up.log"
+    log.write_text("\n".join((REC / f"{FIVE}.log").read_text().splitlines()[:13]) + "\n")
+    assert cli("ingest", str(log), "--label", "fp8-5-up").exit_code == 0
+    out = cli("note", "fp8-5-up").output.splitlines()
+    assert "same shape      5 x 262,144: crashed at runtime after 0:03:41: oom (boot 2)" in out
+    trailers = cli("note", "fp8-5-up", "--format", "trailers").output.splitlines()
+    assert "Ledger-Shape-Failure: 5 x 262,144: crashed at runtime after 0:03:41: oom (boot 2)" in trailers
+
+
+def test_note_json_carries_the_survival_object(seeded, cli):
+    a = as_json(cli, "note", FIVE)["a"]
+    assert (a["survival"]["verdict"], a["survival"]["seconds"], a["shape_failures"]) == ("crashed", 221.0, [])
 
 
 # -- serve ----------------------------------------------------------------------------------------------

@@ -1,12 +1,14 @@
 """How a boot ended, in words: a survival object (``ledger.verdicts.Survival.to_json()``) as
-the ``survival`` check's detail (``check``, ``show``, the pages)."""
+the ``survival`` check's detail (``check``, ``show``, ``note``, the pages) and as the short
+form ``predict``, ``note`` and ``sweep`` name a shape's boot by ("crashed at runtime after
+0:03:41: oom")."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
-from ledger.parsers.vocabulary import Phase, Verdict
+from ledger.parsers.vocabulary import FailureKind, Phase, Verdict
 
 
 def duration(seconds: float) -> str:
@@ -17,6 +19,12 @@ def duration(seconds: float) -> str:
 def kinds(s: dict[str, Any]) -> list[str]:
     """The failures' kinds, once each, in line order."""
     return list(dict.fromkeys(f["kind"] for f in s["failures"]))
+
+
+def telling(s: dict[str, Any]) -> dict[str, Any] | None:
+    """The failure that tells why: an OOM where there is one (behind "WorkerProc hit an
+    exception"), else the first."""
+    return next((f for f in s["failures"] if f["kind"] == FailureKind.oom), s["failures"][0] if s["failures"] else None)
 
 
 def _came_up_before(s: dict[str, Any], first: dict[str, Any]) -> bool:
@@ -73,3 +81,25 @@ def survival_text(s: dict[str, Any]) -> str:
         return f"running at the end of its log: no failure in {duration(s['seconds'])} after ready"
     return f"the log ends (line {s['last_line']}) before the boot came up or failed: nothing shows how it ended"
 
+
+def survival_brief(s: dict[str, Any]) -> str:
+    """The short form: ``crashed at runtime after 0:03:41: oom``, ``failed at kv_alloc: oom``,
+    ``running at the end of its log``, ``stopped on request``."""
+    first, why = (s["failures"][0], telling(s)) if s["failures"] else (None, None)
+    verdict = s["verdict"]
+    if verdict == Verdict.crashed:
+        if first is None or why is None:
+            return "crashed after ready"
+        if not _came_up_before(s, first) or s["seconds"] is None:
+            return f"crashed {_where(first)} (no time after ready known): {why['kind']}"
+        return f"crashed {_where(first)} after {_when(s)}: {why['kind']}"
+    if verdict == Verdict.failed:
+        if first is None or why is None:
+            return "did not come up"
+        phase = "in an unknown phase" if first["phase"] == Phase.unknown else f"at {first['phase']}"
+        return f"failed {phase}: {why['kind']}"
+    if verdict == Verdict.ok:
+        return "stopped on request"
+    if verdict == Verdict.running:
+        return "running at the end of its log"
+    return "the log ends before it came up or failed"
