@@ -662,8 +662,9 @@ def sweep(knob: str, deploys: tuple[str, ...], group: str | None, fmt: str, db: 
     KNOB is a shape key: max_model_len, max_num_seqs, kv_cache_memory_bytes,
     gpu_memory_utilization, max_num_batched_tokens, or any other.  One row per boot: the value,
     outcome and failure@phase, KV tokens, concurrency, the contract margin, decode where it
-    served; then the largest value that came up and the smallest that did not.  The boots must
-    be of one group (--group BOOT picks one).
+    served; then the largest value that came up and did not crash, and the smallest that did
+    not come up or crashed at runtime (a boot passed is no proof it serves).  The boots must be
+    of one group (--group BOOT picks one).
 
     \b
     Examples:

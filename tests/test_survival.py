@@ -3,8 +3,8 @@ The seeds: five 262,144-token contexts "passed every boot gate" and a real reque
 Worker_TP1 — "Boot is not proof of runtime survivability."  That boot is
 fixtures/reconcile/fp8-5x262144-runtime-oom.log (ready at line 10, 02:11:33; the worker's death at
 line 17, 02:15:14: 0:03:41 after ready).  A deploy whose latest boot failed, or crashed after
-ready, is never ``ok``: ``check`` exits 1, history's verdict says it, ``predict --like`` and
-``note`` name the crash of that shape, and the pages show the same objects."""
+ready, is never ``ok``: ``check`` exits 1, history's verdict says it, ``predict --like``, ``note``
+and ``sweep`` name the crash of that shape, and the pages show the same objects."""
 
 from __future__ import annotations
 
@@ -302,6 +302,15 @@ def test_note_on_another_boot_of_the_shape_names_the_crash(seeded, cli, tmp_path
 def test_note_json_carries_the_survival_object(seeded, cli):
     a = as_json(cli, "note", FIVE)["a"]
     assert (a["survival"]["verdict"], a["survival"]["seconds"], a["shape_failures"]) == ("crashed", 221.0, [])
+
+
+# -- sweep (more in test_sweep_and_decode) ---------------------------------------------------------------
+
+
+def test_sweep_counts_the_crash_as_the_smallest_failing_rung(slots, cli):
+    out = cli("sweep", "max_num_seqs", "--group", "fp8-4x262144-ready").output
+    assert ("frontier: largest passing 4 (boot 3); smallest failing 5 (passed boot, crashed at runtime after "
+            "0:03:41: oom, boot 2)") in out
 
 
 # -- serve ----------------------------------------------------------------------------------------------
