@@ -1,10 +1,10 @@
 """The ``ledger`` command (also installed as ``vllm-ledger``): wiring options to the library and
 domain errors to exit codes.
 
-Exit codes: 0 fine; 1 a finding (``check``: a verdict off, broken or over); 2 a usage or input
-error (a bad option, an unknown boot, an unreadable file or ledger), printed as one line
-starting ``Error: ``.  What a command prints goes through ``ledger.render`` (one output
-contract: ``--format table|markdown|csv|json|jsonl``).
+Exit codes: 0 fine; 1 a finding (``check``: a latest boot that failed or crashed, a verdict off,
+broken or over); 2 a usage or input error (a bad option, an unknown boot, an unreadable file or
+ledger), printed as one line starting ``Error: ``.  What a command prints goes through
+``ledger.render`` (one output contract: ``--format table|markdown|csv|json|jsonl``).
 
 Nothing here parses logs, builds SQL or opens a database itself; see ``ledger.ingest``,
 ``ledger.queries``, ``ledger.diff`` and ``ledger.db``.
@@ -662,8 +662,9 @@ def sweep(knob: str, deploys: tuple[str, ...], group: str | None, fmt: str, db: 
     KNOB is a shape key: max_model_len, max_num_seqs, kv_cache_memory_bytes,
     gpu_memory_utilization, max_num_batched_tokens, or any other.  One row per boot: the value,
     outcome and failure@phase, KV tokens, concurrency, the contract margin, decode where it
-    served; then the largest value that came up and the smallest that did not.  The boots must
-    be of one group (--group BOOT picks one).
+    served; then the largest value that came up and did not crash, and the smallest that did
+    not come up or crashed at runtime (a boot passed is no proof it serves).  The boots must be
+    of one group (--group BOOT picks one).
 
     \b
     Examples:
@@ -730,7 +731,9 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
     With --like BOOT the cost per token is that boot's measured budget / tokens (exact when the
     boot set --kv-cache-memory-bytes); with --config the exact allocator reproduces what the
     engine release would print. Prints tokens, concurrency at max_model_len and the margin
-    against max_num_seqs x max_model_len (the capacity contract).
+    against max_num_seqs x max_model_len (the capacity contract). With --like, a boot of its
+    group at that shape that failed, or crashed at runtime, is named and makes the verdict
+    'failed' or 'crashed': the arithmetic is no proof the shape comes up or serves.
 
     \b
     Examples:
@@ -775,10 +778,12 @@ def predict(like: str | None, config: str | None, bytes_per_token: float | None,
 def check(deploys: tuple[str, ...], control: str | None, max_decode_drop: str, fmt: str, db: str | None) -> None:
     """Check the deploys' latest boots (all deploys if none named) against every view.
 
-    KV reconciliation (predicted vs measured tokens, within 0.1%), the KV formula (tokens from
-    the model's own geometry, ledger model add; a group's first boot is checked by it), the capacity contract
-    (tokens >= max_num_seqs x max_model_len) and the VRAM and host ceilings. Exits 1 if any
-    verdict is off, broken or over — usable in a deploy repo's CI; 'insufficient' does not fail.
+    Survival (how the boot ended: 'failed' before ready, 'crashed' after it, 'running' where its
+    log ends), KV reconciliation (predicted vs measured tokens, within 0.1%), the KV formula
+    (tokens from the model's own geometry, ledger model add; a group's first boot is checked by
+    it), the capacity contract (tokens >= max_num_seqs x max_model_len) and the VRAM and host
+    ceilings. Exits 1 if the boot failed or crashed, or any verdict is off, broken or over —
+    usable in a deploy repo's CI; 'insufficient' and 'running' do not fail.
     A deploy that does not exist is an error (exit 2).  A group's KV reference is 'reference'
     (predicted from itself, so no test).  --against CONTROL adds decode: the median generation
     speed over intervals with running requests, against the control's, with the noise; 'slower'

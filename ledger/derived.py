@@ -1,8 +1,9 @@
 """What the reconciliation views derive for a boot, in one object: the KV budget and where it
 came from, bytes per KV token per rank (exact or ± its printed precision), the capacity contract
 (max_num_seqs x max_model_len) and its margin in tokens and bytes, the VRAM and host ceilings
-and their margins, and every verdict.  ``ledger note`` and ``ledger diff`` print these beside
-the facts; the arithmetic stays in the views (``ledger.verdicts``), nothing is computed twice.
+and their margins, and every verdict (how the boot ended among them).  ``ledger note`` and
+``ledger diff`` print these beside the facts; the arithmetic stays in the views
+(``ledger.verdicts``), nothing is computed twice.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from .db.connect import Ledger
-from .verdicts import view_rows
+from .db.reader import in_list
+from .verdicts import survival_verdict, view_rows
 
 # (key, what people read, unit): the derived figures diff and note compare, in their order
 FIGURES = (
@@ -23,13 +25,15 @@ FIGURES = (
     ("vram_margin_bytes", "VRAM ceiling margin", "bytes"),
     ("host_margin_bytes", "host ceiling margin", "bytes"),
 )
-VERDICTS = (("kv", "kv reconciliation"), ("capacity", "capacity contract"), ("vram", "vram ceiling"),
-            ("host", "host ceiling"))
+VERDICTS = (("survival", "survival"), ("kv", "kv reconciliation"), ("capacity", "capacity contract"),
+            ("vram", "vram ceiling"), ("host", "host ceiling"))
 
 
 def boot_derived(ledger: Ledger, boot_ids: list[int]) -> dict[int, dict[str, Any]]:
     """Per boot, the views' figures (None where the view had no inputs) and its verdicts."""
     out: dict[int, dict[str, Any]] = {bid: {k: None for k, _, _ in FIGURES} | {"verdicts": {}} for bid in boot_ids}
+    for bid, outcome in _outcomes(ledger, boot_ids).items():  # how it ended (once stored: and its end)
+        out[bid]["verdicts"]["survival"] = survival_verdict(outcome)
     for r in view_rows(ledger, "boot_kv", boot_ids):
         o = out[r["boot_id"]]
         o.update(kv_budget_bytes=r["kv_budget_bytes"], kv_budget_source=r["kv_budget_source"],
@@ -65,3 +69,12 @@ def boot_derived(ledger: Ledger, boot_ids: list[int]) -> dict[int, dict[str, Any
             if isinstance(v, float) and v.is_integer():
                 o[key] = int(v)
     return out
+
+
+def _outcomes(ledger: Ledger, boot_ids: list[int]) -> dict[int, str]:
+    if not boot_ids:
+        return {}
+    params: dict[str, Any] = {}
+    with ledger.reading() as r:
+        return dict(r.tuples(f"SELECT id, outcome FROM boot WHERE id IN {in_list('ids', list(boot_ids), params)}",
+                             params))

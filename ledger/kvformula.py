@@ -130,14 +130,15 @@ def formula_verdicts(ledger: Ledger, boot_ids: list[int]) -> dict[int, str]:
 
 
 def check_lines_for_boot(ledger: Ledger, boot_id: int) -> list[dict[str, str]]:
-    """The verdicts of one boot, as ``ledger show`` and the web view print them: the KV lines
-    (reconciliation and formula), the capacity contract, the ceilings."""
-    from .verdicts import capacity_line, ceiling_lines
+    """The verdicts of one boot, as ``ledger show`` and the web view print them: how it ended
+    (survival), the KV lines (reconciliation and formula), the capacity contract, the ceilings."""
+    from .verdicts import capacity_line, ceiling_lines, survival, survival_line
 
     rec = view_rows(ledger, "kv_reconciliation", [boot_id])
     form = view_rows(ledger, "kv_formula", [boot_id])
     cap = view_rows(ledger, "capacity_contract", [boot_id])
     ceil = view_rows(ledger, "budget_ceilings", [boot_id])
-    lines = [*kv_lines(rec[0] if rec else None, form[0] if form else None),
+    lines = [survival_line(survival(ledger, [boot_id]).get(boot_id)),
+             *kv_lines(rec[0] if rec else None, form[0] if form else None),
              capacity_line(cap[0] if cap else None), *ceiling_lines(ceil[0] if ceil else None)]
     return [line.__dict__ for line in lines]

@@ -1,8 +1,9 @@
 """``ledger note A [--against B]``: the paragraph a deploy commit's message carries, from the
-ledger — what changed in the shape, bytes per KV token per rank (exact or ± its printed
-precision, and where it came from), the KV pool, KV tokens and concurrency, the capacity
-contract and its margin, the ceilings and their margins, every verdict, decode against the
-other boot, and the boot ids and source lines as evidence.
+ledger — how the boot ended (and any other boot of its shape that failed or crashed), what
+changed in the shape, bytes per KV token per rank (exact or ± its printed precision, and where
+it came from), the KV pool, KV tokens and concurrency, the capacity contract and its margin,
+the ceilings and their margins, every verdict, decode against the other boot, and the boot ids
+and source lines as evidence.
 
 A note is a report object (``Note.to_json()``); ``ledger.render.note`` words it (text,
 markdown, git trailers, JSON) and redacts it.  Changes read from ``--against`` (the boot before)
@@ -22,6 +23,7 @@ from .derived import boot_derived
 from .kvformula import check_lines_for_boot
 from .queries import boot_summaries, deploy_name, export_value, resolve_side
 from .render import boot_id, iso
+from .verdicts import shape_record, survival
 
 # shape keys a note names for each side even when they did not change (the capacity contract's
 # terms and what makes boots comparable)
@@ -91,6 +93,11 @@ def side(ledger: Ledger, bid: int, notice: str | None = None) -> dict[str, Any]:
                        if e["what"] in ("kv_cache_tokens", "max_concurrency", derived.get("kv_budget_source"))]
     out["verdicts"] = derived.pop("verdicts")
     out["checks"] = check_lines_for_boot(ledger, bid)
+    out["survival"] = survival(ledger, [bid])[bid].to_json()
+    # the other boots of its group at its max_num_seqs x max_model_len that failed or crashed
+    record = shape_record(ledger, derived.get("group_key"), derived.get("max_num_seqs"), derived.get("max_model_len"),
+                          exclude=bid)
+    out["shape_failures"] = [f.to_json() for f in record.failures] if record else []
     out["decode"] = decode_figure(ledger, bid)
     out["_shape"] = full_shape
     return out

@@ -36,7 +36,7 @@ from .errors import LedgerError, shown
 from .kvformula import check_lines_for_boot, formula_verdicts
 from .render import boot_id, iso
 from .settings import typed_settings
-from .verdicts import FAILING, verdicts, view_rows
+from .verdicts import FAILING, survival_verdict, verdicts, view_rows
 
 INTEGER_UNITS = {"bytes", "tokens", "blocks", "slots"}  # counted, so exported (and diffed) as integers
 
@@ -257,20 +257,25 @@ def boot_summaries(session: Reader, boot_ids: list[int]) -> dict[int, dict[str, 
 # every field of a history row (json, jsonl, csv, --wide); the table shows ``HISTORY_COMPACT``
 HISTORY_COLUMNS = ["boot", "started_at", "year_inferred", "deploy", "engine_version", "outcome", "kv_tokens",
                    "concurrency", "kv_memory", "weights", "kv_check", "formula_check", "contract", "vram_check",
-                   "host_check", "verdict", "source_path", "first_line", "last_line"]
+                   "host_check", "survival", "verdict", "source_path", "first_line", "last_line"]
 HISTORY_COMPACT = ["boot", "started_at", "deploy", "engine_version", "outcome", "kv_tokens", "concurrency",
                    "verdict"]
-# how a failing verdict outranks a passing one, a passing one a reference (the group's KV
-# reference: predicted from itself, so no test), and that no verdict at all
-_VERDICT_RANK: dict[str, float] = {Verdict.broken: 4, Verdict.over: 3, Verdict.off: 2, Verdict.ok: 1,
-                                   Verdict.reference: 0.5, Verdict.insufficient: 0, Verdict.unsupported: 0}
+# how a boot that did not come up or did not survive outranks any figure (its figures passing
+# is no proof it serves), a failing verdict a passing one, a passing one a reference (the
+# group's KV reference: predicted from itself, so no test), and that no verdict at all
+_VERDICT_RANK: dict[str, float] = {Verdict.failed: 6, Verdict.crashed: 5, Verdict.broken: 4, Verdict.over: 3,
+                                   Verdict.off: 2, Verdict.ok: 1, Verdict.reference: 0.5, Verdict.insufficient: 0,
+                                   Verdict.unsupported: 0, Verdict.running: 0}
+# no verdict of the boot's: too few figures, the formula unable to say, or running where its
+# log ends (the log shows no end: a past boot in history is not "running" now)
+_NO_VERDICT = (None, Verdict.insufficient, Verdict.unsupported, Verdict.running)
 
 
 def overall_verdict(checks: dict[str, str]) -> str | None:
-    """A boot's verdicts as one word: the worst of them (``off`` over ``ok``, ``ok`` over
-    ``reference``; None when no view had enough figures)."""
+    """A boot's verdicts as one word: the worst of them (``crashed`` over ``ok``, ``off`` over
+    ``ok``, ``ok`` over ``reference``; None when no view had enough figures)."""
     worst = max(checks.values(), key=lambda v: _VERDICT_RANK.get(v, 0), default=None)
-    return None if worst in (None, Verdict.insufficient, Verdict.unsupported) else worst
+    return None if worst in _NO_VERDICT else worst
 
 
 CHUNK = 100  # boots read (and their facts and verdicts looked up) at a time while streaming
@@ -369,6 +374,8 @@ def _history_rows(ledger: Ledger, s: Reader, boots: list[Boot]) -> list[dict[str
     checks = verdicts(ledger, [b.id for b in boots])
     for bid, verdict in formula_verdicts(ledger, [b.id for b in boots]).items():
         checks[bid]["formula"] = verdict  # the KV tokens from the model's geometry (ledger.kvformula)
+    for b in boots:  # how it ended: the stored outcome says it (ledger.verdicts.survival words it)
+        checks[b.id]["survival"] = survival_verdict(b.outcome)  # (and how it ended, once the ingest stores it)
     rows = []
     for b in boots:
         fs = sums.get(b.id, {})
@@ -389,6 +396,7 @@ def _history_rows(ledger: Ledger, s: Reader, boots: list[Boot]) -> list[dict[str
             "contract": checks[b.id].get("capacity"),
             "vram_check": checks[b.id].get("vram"),
             "host_check": checks[b.id].get("host"),
+            "survival": checks[b.id]["survival"],
             "verdict": overall_verdict(checks[b.id]),
             "source_path": b.source_path,
             "first_line": b.first_line,
@@ -520,8 +528,8 @@ def _failing_first(row: dict[str, Any]) -> int:
 
 def deploy_overview(ledger: Ledger) -> list[dict[str, Any]]:
     """Every deploy: its latest boot (a ``history`` row), the latest boot's verdicts, how many
-    boots, when last seen.  Deploys with an off, broken or over verdict first, then the most
-    recently seen.  (``ledger serve``'s front page.)"""
+    boots, when last seen.  Deploys whose latest boot failed or crashed, or has an off, broken or
+    over verdict, first, then the most recently seen.  (``ledger serve``'s front page.)"""
     with ledger.reading() as s:
         deps = deploys_where(s)
         latest = {}
@@ -540,8 +548,8 @@ def deploy_overview(ledger: Ledger) -> list[dict[str, Any]]:
     for did, (bid, started) in latest.items():
         row, ceiling = rows_by_boot[bid], ceilings.get(bid, {})
         out.append({"deploy": by_id[did], "boots": counts.get(did, 0), "last_seen": started,
-                    "latest": row, "verdicts": {"kv": row["kv_check"], "formula": row["formula_check"],
-                                                "capacity": row["contract"],
+                    "latest": row, "verdicts": {"survival": row["survival"], "kv": row["kv_check"],
+                                                "formula": row["formula_check"], "capacity": row["contract"],
                                                 "vram": ceiling.get("vram_verdict"),
                                                 "host": ceiling.get("host_verdict")}})
     live = watched(ledger)

@@ -24,6 +24,9 @@ from .verdicts import (
     CheckLine,
     capacity_line,
     ceiling_lines,
+    shape_record,
+    survival,
+    survival_line,
     view_rows,
 )
 
@@ -46,9 +49,13 @@ class Prediction:
     contract_tokens: int | None = None
     margin_tokens: int | None = None
     margin_bytes: float | None = None
-    verdict: str = Verdict.insufficient
+    verdict: str = Verdict.insufficient  # the contract's, unless a boot of the shape failed or crashed
     num_blocks: int | None = None
     notes: list[str] = field(default_factory=list)
+    contract_verdict: str = Verdict.insufficient  # the arithmetic's alone
+    # --like: the boots of its group at this max_num_seqs x max_model_len that failed or crashed
+    # (survival objects, newest first, each with the newer boot that answers it, if any)
+    shape_failures: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,7 +69,7 @@ def _finish(p: Prediction) -> Prediction:
         p.margin_tokens = p.tokens - p.contract_tokens
         if p.bytes_per_token:
             p.margin_bytes = p.margin_tokens * p.bytes_per_token
-        p.verdict = Verdict.ok if p.margin_tokens >= 0 else Verdict.broken
+        p.verdict = p.contract_verdict = Verdict.ok if p.margin_tokens >= 0 else Verdict.broken
     else:
         p.notes.append("no max_num_seqs x max_model_len to check the capacity contract against")
     return p
@@ -74,15 +81,18 @@ def predict_like(ledger: Ledger, ref: str | None, kv_bytes: int | None = None, t
     """Tokens for a budget (or the budget for tokens) at the cost per token of a measured boot.
 
     With neither ``kv_bytes`` nor ``tokens`` it solves for the contract's floor: the budget that
-    backs ``max_num_seqs`` x ``max_model_len`` tokens."""
+    backs ``max_num_seqs`` x ``max_model_len`` tokens.  A boot of ``ref``'s group at that shape
+    that failed, or crashed at runtime, and was not answered by a newer one makes the verdict
+    ``failed`` / ``crashed``: the arithmetic is no proof that the shape comes up or serves."""
     if kv_bytes is not None and tokens is not None:
         raise LedgerError("give --kv-bytes or --tokens, not both")
     cost_from = "given"
+    group_key = None
     if ref is not None:
         with ledger.reading() as s:
             boot = resolve_boot(s, ref)
         cost = view_rows(ledger, "kv_cost_per_token", [boot.id])
-        figures = view_rows(ledger, "boot_figures", [boot.id])[0]
+        figures = view_rows(ledger, "boot_kv", [boot.id])[0]  # boot_figures and the group key
         if bytes_per_token is None:
             if not cost:
                 raise LedgerError(f"boot {boot.id} printed no KV budget with its token count: insufficient "
@@ -98,6 +108,7 @@ def predict_like(ledger: Ledger, ref: str | None, kv_bytes: int | None = None, t
                             f"± {c['bytes_per_token_uncertainty']:.2f} B/token from the printed precision"))
         max_num_seqs = max_num_seqs or figures["max_num_seqs"]
         max_model_len = max_model_len or figures["max_model_len"]
+        group_key = figures["group_key"]
     elif bytes_per_token is None:
         raise LedgerError("give --like BOOT, --bytes-per-token N, or --config config.json")
     if bytes_per_token is None or bytes_per_token <= 0:
@@ -115,8 +126,12 @@ def predict_like(ledger: Ledger, ref: str | None, kv_bytes: int | None = None, t
     else:
         n = int(tokens)  # type: ignore[arg-type]
         budget = n * bytes_per_token
-    p = Prediction(budget, n, bytes_per_token, cost_from, max_model_len, max_num_seqs, notes=notes)
-    return _finish(p)
+    p = _finish(Prediction(budget, n, bytes_per_token, cost_from, max_model_len, max_num_seqs, notes=notes))
+    record = shape_record(ledger, group_key, max_num_seqs, max_model_len) if ref is not None else None
+    if record is not None:
+        p.shape_failures = [f.to_json() for f in record.failures]
+        p.verdict = record.verdict or p.verdict
+    return p
 
 
 def predict_exact(geometry: Geometry, kv_bytes: int | None, tokens: int | None, max_model_len: int,
@@ -160,7 +175,8 @@ class DeployCheck:
 
 
 def check(ledger: Ledger, refs: list[str] | None = None) -> list[DeployCheck]:
-    """Every view for the deploys' latest boots (all deploys when none are named)."""
+    """How the deploys' latest boots ended, and every view for them (all deploys when none are
+    named): a latest boot that failed or crashed fails the check, whatever its figures say."""
     with ledger.reading() as s:
         if refs:
             deploys = [d for ref in refs for d in deploys_named(s, ref)]
@@ -176,9 +192,11 @@ def check(ledger: Ledger, refs: list[str] | None = None) -> list[DeployCheck]:
     form = {r["boot_id"]: r for r in view_rows(ledger, "kv_formula", ids)}
     cap = {r["boot_id"]: r for r in view_rows(ledger, "capacity_contract", ids)}
     ceil = {r["boot_id"]: r for r in view_rows(ledger, "budget_ceilings", ids)}
+    ended = survival(ledger, ids)
     results = []
     for name, bid, outcome in targets:
-        lines = [*kv_lines(rec.get(bid), form.get(bid)), capacity_line(cap.get(bid)), *ceiling_lines(ceil.get(bid))]
+        lines = [survival_line(ended.get(bid)), *kv_lines(rec.get(bid), form.get(bid)), capacity_line(cap.get(bid)),
+                 *ceiling_lines(ceil.get(bid))]
         results.append(DeployCheck(name, bid, outcome, lines))
     return results
 

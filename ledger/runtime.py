@@ -7,7 +7,6 @@ Figures are read from the ``runtime_sample`` table; nothing here parses logs.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import statistics
 from typing import Any
@@ -18,20 +17,11 @@ from .db.connect import Ledger
 from .db.reader import Reader, with_children
 from .queries import deploy_name, resolve_boot
 from .render import boot_id, iso
+from .verdicts import seconds_between
 
 # how a boot that did not crash at runtime ended, by its outcome
 _ENDED: dict[str, str] = {Outcome.ready: "still serving when the log ends", Outcome.failed: "never came up",
                           Outcome.incomplete: "the log ends before start-up completed"}
-
-
-def _seconds_between(a: str | None, b: str | None) -> float | None:
-    if not a or not b:
-        return None
-    fmt = "%Y-%m-%d %H:%M:%S"
-    try:
-        return (dt.datetime.strptime(b, fmt) - dt.datetime.strptime(a, fmt)).total_seconds()
-    except ValueError:
-        return None
 
 
 def _quantiles(values: list[float]) -> dict[str, float | None]:
@@ -85,9 +75,9 @@ def runtime_report(ledger: Ledger, ref: str) -> dict[str, Any]:
         "year_inferred": year_inferred,  # of ready_at, ended_at and the crash's time alike
         "ready_at": iso(ready_at),
         "ended_at": iso(end_at),
-        "uptime_seconds": _seconds_between(ready_at, end_at),
+        "uptime_seconds": seconds_between(ready_at, end_at),
         "ended": ({"how": "crashed", "kinds": [f.kind for f in at_runtime], "line": crash.line,
-                   "logged_at": iso(crash.logged_at), "seconds_after_ready": _seconds_between(ready_at, crash.logged_at),
+                   "logged_at": iso(crash.logged_at), "seconds_after_ready": seconds_between(ready_at, crash.logged_at),
                    "figures": json.loads(figured.figures) if figured else {}} if crash else
                   {"how": _ENDED.get(outcome, outcome)}),
     }

@@ -5,9 +5,10 @@ contract's margin, decode where it served — and the frontier: the largest valu
 and the smallest that did not ("largest passing 241,664; smallest failing 245,760
 (oom@graph_capture)").
 
-A boot "passes" when it came up (ready, or crashed later at runtime: the row says so, since a
-boot is no proof of runtime survivability).  Boots that do not print the knob are counted, not
-guessed at.  The report is ``Sweep.to_json()``; ``ledger.render.sweep`` words it.
+A boot "passes" when it came up and did not crash: a boot that passed every boot gate and then
+crashed at runtime is a failing rung (a boot is no proof of runtime survivability), its row
+and the frontier say how it ended.  Boots that do not print the knob are counted, not guessed
+at.  The report is ``Sweep.to_json()``; ``ledger.render.sweep`` words it.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from .derived import boot_derived
 from .errors import LedgerError
 from .queries import deploy_name, deploys_named, resolve_boot
 from .render import boot_id, iso
-from .verdicts import view_rows
+from .verdicts import survival, view_rows
 
 KNOBS = ("max_model_len", "max_num_seqs", "kv_cache_memory_bytes", "gpu_memory_utilization",
          "max_num_batched_tokens")
 BYTE_KNOBS = {"kv_cache_memory_bytes"}
 CAME_UP = {"ready", "crashed"}
+PASSED = {"ready"}  # came up, and did not crash (a crash at runtime is a failing rung)
 SWEEP_COLUMNS = ["boot", "deploy", "value", "outcome", "passed", "failure", "kv_tokens", "concurrency",
                  "contract_tokens", "margin_tokens", "decode_tps", "started_at"]
 
@@ -110,6 +112,7 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
     if not boot_ids:
         raise LedgerError("no boots to sweep")
     derived = boot_derived(ledger, boot_ids)
+    ended = survival(ledger, boot_ids)
     rows = []
     others: dict[str, set[str]] = {k: set() for k in KNOBS if k != knob}
     with ledger.reading() as s:
@@ -126,7 +129,8 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
                 others[k].add(json.dumps(shape.get(k)))
             conc = min((f.value for f in b.facts if f.name == "max_concurrency"), default=None)
             rows.append({"boot": boot_id(b.id), "deploy": deploy_name(b.deploy), "value": value,
-                         "outcome": b.outcome, "passed": b.outcome in CAME_UP, "failure": _failure(b),
+                         "outcome": b.outcome, "came_up": b.outcome in CAME_UP, "passed": b.outcome in PASSED,
+                         "failure": _failure(b), "survival": ended[b.id].to_json(),
                          "kv_tokens": d.get("kv_cache_tokens"), "concurrency": conc,
                          "contract_tokens": d.get("contract_tokens"), "margin_tokens": d.get("margin_tokens"),
                          "contract": d["verdicts"].get("capacity"), "started_at": iso(b.started_at),
@@ -144,7 +148,8 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
 
 
 def frontier(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The largest value that came up and the smallest that did not (numeric values only)."""
+    """The largest value that came up and did not crash, and the smallest that did not come up
+    or crashed at runtime (numeric values only)."""
     passing = [r for r in rows if r["passed"] and _number(r["value"]) is not None]
     failing = [r for r in rows if not r["passed"] and _number(r["value"]) is not None]
     best = max(passing, key=lambda r: _number(r["value"]) or 0, default=None)
@@ -157,6 +162,7 @@ def frontier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "smallest_failing": worst["value"] if worst else None,
         "smallest_failing_boot": worst["boot"] if worst else None,
         "smallest_failing_failure": worst["failure"] if worst else None,
+        "smallest_failing_outcome": worst["outcome"] if worst else None,
         "monotone": None if not (best and worst) else (_number(worst["value"]) or 0) > (_number(best["value"]) or 0),
     }
 

@@ -199,12 +199,15 @@ def test_check_exits_non_zero_when_a_deploy_breaks_a_ceiling(radiance, cli):
     assert ok.exit_code == 0 and "vram ceiling       ok" in ok.output
 
 
-def test_check_passes_on_the_seed_deploys(seeded, cli):
+def test_check_fails_only_the_seed_deploy_that_crashed_at_runtime(seeded, cli):
+    """Every seed deploy's figures pass; the 5-slot one's boot crashed at runtime, so check fails it."""
     r = cli("check", "--format", "json")
-    assert r.exit_code == 0
-    verdicts = {c["deploy"]: {x["what"]: x["verdict"] for x in c["checks"]} for c in json.loads(r.output)}
+    assert r.exit_code == 1
+    objs = json.loads(r.output)
+    verdicts = {c["deploy"]: {x["what"]: x["verdict"] for x in c["checks"]} for c in objs}
     assert verdicts[BOOTS[1]]["kv reconciliation"] == "ok"
     assert all(v["capacity contract"] == "ok" for v in verdicts.values())
+    assert [c["deploy"] for c in objs if c["failing"]] == [BOOTS[1]]
 
 
 def test_history_and_show_carry_the_verdicts(seeded, cli):

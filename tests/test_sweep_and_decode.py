@@ -68,19 +68,36 @@ def test_the_ladder_rows_are_in_knob_order_with_their_figures(night, cli):
     assert [r["failure"] for r in rows] == [None, None, "oom@graph_capture", "oom@graph_capture"]
 
 
-def test_six_slots_fail_and_five_is_the_largest_passing(slots, cli):
-    """'Six full-length contexts do NOT fit ... 5 x 262144 at fp8 PASSED on the first rung'"""
+def test_five_slots_crashed_at_runtime_so_four_is_the_largest_passing(slots, cli):
+    """'5 x 262144 at fp8 PASSED on the first rung' and then 'a real client request ... killed
+    Worker_TP1': 'Boot is not proof of runtime survivability.'  The crash is a failing rung."""
     obj = json.loads(run(cli, "sweep", "max_num_seqs", "--deploy", "fp8-slots", "--format", "json"))
     assert [r["value"] for r in obj["rows"]] == [3, 4, 5, 6]
-    assert obj["frontier"]["largest_passing"] == 5 and obj["frontier"]["smallest_failing"] == 6
-    assert obj["frontier"]["smallest_failing_failure"] == "oom@kv_alloc"
+    f = obj["frontier"]
+    assert (f["largest_passing"], f["smallest_failing"], f["smallest_failing_outcome"], f["smallest_failing_failure"]) \
+        == (4, 5, "crashed", "oom@runtime")
 
 
-def test_the_slot_sweep_says_five_slots_crashed_at_runtime(slots, cli):
+def test_the_slot_sweep_says_five_slots_passed_boot_and_crashed_at_runtime(slots, cli):
     """'Boot is not proof of runtime survivability.'"""
     out = run(cli, "sweep", "max_num_seqs", "--deploy", "fp8-slots")
-    assert ("largest passing 5 (boot 3, then crashed: oom@runtime; a boot is no proof of runtime survivability); "
-            "smallest failing 6 (oom@kv_alloc, boot 4)") in out
+    assert ("frontier: largest passing 4 (boot 2); smallest failing 5 (passed boot, crashed at runtime after "
+            "0:03:41: oom, boot 3)") in out
+    (row,) = [line for line in out.splitlines() if line.startswith("3 ")]
+    assert "crashed (passed boot)" in row and "oom@runtime" in row
+
+
+def test_a_rung_that_crashed_at_runtime_came_up_but_did_not_pass(slots, cli):
+    rows = json.loads(run(cli, "sweep", "max_num_seqs", "--deploy", "fp8-slots", "--format", "json"))["rows"]
+    assert [(r["value"], r["came_up"], r["passed"]) for r in rows] == \
+        [(3, True, True), (4, True, True), (5, True, False), (6, False, False)]
+    assert rows[2]["survival"]["verdict"] == "crashed" and rows[2]["survival"]["seconds"] == 221
+
+
+def test_six_slots_still_fail_at_kv_alloc(slots, cli):
+    """'Six full-length contexts do NOT fit at any KV dtype'"""
+    rows = json.loads(run(cli, "sweep", "max_num_seqs", "--deploy", "fp8-slots", "--format", "json"))["rows"]
+    assert (rows[3]["outcome"], rows[3]["failure"]) == ("failed", "oom@kv_alloc")
 
 
 def test_the_slot_sweep_shows_each_contract_margin(slots, cli):
@@ -98,7 +115,7 @@ def test_sweep_csv_and_jsonl_are_rows(slots, cli):
 
 def test_sweep_markdown_has_the_frontier_under_the_table(slots, cli):
     out = run(cli, "sweep", "max_num_seqs", "--deploy", "fp8-slots", "--format", "markdown")
-    assert out.startswith("| boot | deploy | max_num_seqs |") and "\n\nfrontier: largest passing 5" in out
+    assert out.startswith("| boot | deploy | max_num_seqs |") and "\n\nfrontier: largest passing 4" in out
 
 
 def test_sweep_refuses_boots_of_two_groups(night, slots, cli):

@@ -257,9 +257,14 @@ class Verdict(StrEnum):
     reference = "reference"  # KV reconciliation: the group's reference, predicted from itself (no test)
     unsupported = "unsupported"  # the KV formula: a geometry the allocator does not model (the reason says which)
     slower = "slower"  # check --against: decode dropped beyond the bound against the control
+    # survival (how the boot ended; ledger.verdicts.survival): the outcome's words where it failed
+    failed = "failed"  # survival: a failure before ready, the boot never came up
+    crashed = "crashed"  # survival: ready, then a failure (a boot is no proof of runtime survivability)
+    running = "running"  # survival: ready and no failure, still running where its log ends (no test passed)
 
 
-FAILING_VERDICTS = frozenset({Verdict.off, Verdict.broken, Verdict.over, Verdict.slower})
+FAILING_VERDICTS = frozenset({Verdict.off, Verdict.broken, Verdict.over, Verdict.slower, Verdict.failed,
+                              Verdict.crashed})
 
 # -- shape ------------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from ledger.parsers.units import format_bytes
 
 from . import json_text
 from .redact import Redactor
+from .survival import survival_brief, survival_text
 
 NOTE_FORMATS = ("text", "markdown", "trailers", "json")
 
@@ -96,6 +97,10 @@ def lines_of(note: dict[str, Any]) -> list[tuple[str, str]]:
     for s in (a, b):
         if s and s["notice"]:
             out.append(("notice", s["notice"]))
+    out.append(("survival", _verdict_first(a["survival"]["verdict"], survival_text(a["survival"]))
+                + (f" (was {b['survival']['verdict']})" if b else "")))
+    for f in a["shape_failures"]:
+        out.append(("same shape", _shape_failure(a, f)))
     if b:
         changed = "; ".join(f"{r['key']} {_value(r['b'], r['key'])} -> {_value(r['a'], r['key'])}"
                             for r in note["shape"]) or "no key differs"
@@ -140,6 +145,20 @@ def lines_of(note: dict[str, Any]) -> list[tuple[str, str]]:
         for e in s["evidence"]:
             out.append(("", f"  line {e['line']}: {_quoted(e['text'])}"))
     return out
+
+
+def _verdict_first(verdict: str, text: str) -> str:
+    """``crashed: passed every boot gate …``; a text that begins with its verdict as it is
+    (``running at the end of its log``)."""
+    return text if text.startswith(verdict) else f"{verdict}: {text}"
+
+
+def _shape_failure(side: dict[str, Any], f: dict[str, Any]) -> str:
+    """Another boot of the side's group and shape that failed or crashed: ``5 x 262,144: crashed
+    at runtime after 0:03:41: oom (boot 2)``."""
+    d = side["derived"]
+    since = f"; boot {f['answered_by']} of this shape came up since" if f["answered_by"] else ""
+    return f"{d['max_num_seqs']} x {d['max_model_len']:,}: {survival_brief(f)} (boot {f['boot']}{since})"
 
 
 def _quoted(text: str | None) -> str:
@@ -196,6 +215,10 @@ def trailers(note: dict[str, Any]) -> list[tuple[str, str]]:
         out.append(("Ledger-Against", f"{b['boot']} ({b['deploy']})"))
     if a["notice"]:
         out.append(("Ledger-Notice", a["notice"]))
+    out.append(("Survival", _verdict_first(a["survival"]["verdict"], survival_brief(a["survival"]))))
+    for f in a["shape_failures"]:
+        if not f["answered_by"]:
+            out.append(("Ledger-Shape-Failure", _shape_failure(a, f)))
     if d.get("kv_cache_tokens") is not None:
         out.append(("KV-Tokens", str(d["kv_cache_tokens"])))
     if d.get("bytes_per_token") is not None:

@@ -1,5 +1,6 @@
 """``ledger predict``: a prediction (``ledger.reconcile.Prediction.to_json()``) in a format:
-json as it is, for people a line per figure and the contract's verdict."""
+json as it is, for people a line per figure and the contract's verdict; then each boot of the
+shape that failed or crashed, and the verdict they make."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from ledger.parsers.units import format_bytes
 
+from .survival import survival_brief
 from .values import document
 
 
@@ -19,7 +21,15 @@ def render_prediction(p: dict[str, Any]) -> str:
     if p["contract_tokens"] is not None:
         mb = "" if p["margin_bytes"] is None else f" ({format_bytes(p['margin_bytes'])}, {p['margin_bytes']:,.0f} B)"
         out.append(f"contract     {p['max_num_seqs']} x {p['max_model_len']:,} = {p['contract_tokens']:,} tokens: "
-                   f"margin {p['margin_tokens']:+,} tokens{mb} — {p['verdict']}")
+                   f"margin {p['margin_tokens']:+,} tokens{mb} — {p['contract_verdict']}")
+    for f in p["shape_failures"]:
+        since = f"; boot {f['answered_by']} of this shape came up since" if f["answered_by"] else ""
+        out.append(f"shape        {p['max_num_seqs']} x {p['max_model_len']:,}: {survival_brief(f)} "
+                   f"(boot {f['boot']}{since})")
+    if p["verdict"] != p["contract_verdict"]:
+        why = "crashed at runtime" if p["verdict"] == "crashed" else "did not come up"
+        held = "the contract's arithmetic holds, but " if p["contract_verdict"] == "ok" else ""
+        out.append(f"verdict      {p['verdict']}: {held}a boot of this shape {why}")
     out += [f"note         {n}" for n in p["notes"]]
     from .terminal import width
     from .wrap import wrap_labelled

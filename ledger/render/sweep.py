@@ -1,6 +1,7 @@
 """``ledger sweep`` in words: a row per boot in every format of the output contract (json: the
 whole report, rows and frontier; jsonl and csv: the rows), and for people (table, markdown) the
-frontier line under the rows and what was left out."""
+frontier line under the rows and what was left out.  A rung that passed boot and crashed at
+runtime is a failing rung, said as such ("passed boot, crashed at runtime after 0:03:41: oom")."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from ledger.parsers.units import format_bytes
 
 from . import json_text, rows_text
+from .survival import survival_brief
 from .table import cell
 
 COLUMNS = ["boot", "deploy", "value", "outcome", "failure", "kv_tokens", "concurrency", "contract_tokens",
@@ -31,7 +33,7 @@ def _human(knob: str):
     def human(r: dict[str, Any]) -> dict[str, Any]:
         h = dict(r)
         h["value"] = value_text(r["value"], knob)
-        h["outcome"] = r["outcome"] + ("" if r["passed"] else " (did not come up)") if r["outcome"] != "ready" else "ready"
+        h["outcome"] = outcome_text(r["outcome"])
         h["failure"] = r["failure"] or ""
         h["kv_tokens"] = f"{r['kv_tokens']:,} tokens" if r["kv_tokens"] is not None else "—"
         h["concurrency"] = f"{r['concurrency']:.2f}x" if r["concurrency"] is not None else "—"
@@ -42,26 +44,39 @@ def _human(knob: str):
     return human
 
 
+def outcome_text(outcome: str) -> str:
+    """A row's outcome for people: whether it came up, and whether it then crashed."""
+    return {"ready": "ready", "crashed": "crashed (passed boot)"}.get(outcome, f"{outcome} (did not come up)")
+
+
+def _failing_text(obj: dict[str, Any]) -> str:
+    """Why the smallest failing value failed: ``oom@kv_alloc``, or for a rung that came up and
+    then crashed ``passed boot, crashed at runtime after 0:03:41: oom``."""
+    f = obj["frontier"]
+    row = next((r for r in obj["rows"] if r["boot"] == f["smallest_failing_boot"]), None)
+    if f.get("smallest_failing_outcome") == "crashed" and row is not None and row.get("survival"):
+        return "passed boot, " + survival_brief(row["survival"])
+    return f["smallest_failing_failure"] or "failed"
+
+
 def frontier_text(obj: dict[str, Any]) -> str:
     f, knob = obj["frontier"], obj["knob"]
     if f["largest_passing"] is None and f["smallest_failing"] is None:
         return f"frontier: insufficient (no boot with a numeric {knob})"
     parts = []
     if f["largest_passing"] is not None:
-        p = f"largest passing {value_text(f['largest_passing'], knob)} (boot {f['largest_passing_boot']}"
-        if f["largest_passing_outcome"] == "crashed":
-            p += f", then crashed: {f['largest_passing_failure']}; a boot is no proof of runtime survivability"
-        parts.append(p + ")")
+        parts.append(f"largest passing {value_text(f['largest_passing'], knob)} (boot {f['largest_passing_boot']})")
     else:
         parts.append("no value passed")
     if f["smallest_failing"] is not None:
         parts.append(f"smallest failing {value_text(f['smallest_failing'], knob)} "
-                     f"({f['smallest_failing_failure'] or 'failed'}, boot {f['smallest_failing_boot']})")
+                     f"({_failing_text(obj)}, boot {f['smallest_failing_boot']})")
     else:
         parts.append("no value failed")
     text = "frontier: " + "; ".join(parts)
     if f["monotone"] is False:
-        text += " — not monotone: a smaller value failed than one that passed"
+        text += (" — not monotone: one value both passed and failed" if f["smallest_failing"] == f["largest_passing"]
+                 else " — not monotone: a smaller value failed than one that passed")
     return text
 
 
@@ -72,7 +87,7 @@ def render_sweep(sweep: Any, fmt: str = "table") -> str:
         return json_text(obj)
     columns = COLUMNS if fmt not in ("csv", "jsonl") else ["boot", "deploy", "value", "outcome", "passed", "failure",
                                                           "kv_tokens", "concurrency", "contract_tokens",
-                                                          "margin_tokens", "contract", "decode_tps", "started_at"]
+                                                          "margin_tokens", "contract", "decode_tps", "started_at", "came_up"]
     headers = {**HEADERS, "value": obj["knob"]}
     body = rows_text(obj["rows"], columns, fmt, human=_human(obj["knob"]), headers=headers if fmt in ("table", "markdown") else None,
                      align_right=("value", "kv_tokens", "concurrency", "contract_tokens", "margin_tokens", "decode_tps"),

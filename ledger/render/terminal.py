@@ -12,9 +12,11 @@ from ledger.parsers.vocabulary import Outcome, Verdict
 
 # verdicts and outcomes, coloured by what they mean
 GOOD = {Verdict.ok, Outcome.ready}
-BAD = {Verdict.off, Verdict.broken, Verdict.over, Verdict.slower, Outcome.failed, Outcome.crashed}
-# a reference is no test passed; unsupported: the formula cannot say
-UNSURE = {Verdict.insufficient, Verdict.unsupported, Verdict.reference, Outcome.incomplete}
+BAD = {Verdict.off, Verdict.broken, Verdict.over, Verdict.slower, Verdict.failed, Verdict.crashed, Outcome.failed,
+       Outcome.crashed}
+# a reference is no test passed; unsupported: the formula cannot say; running: no failure seen,
+# but the log shows no end (survival is not shown)
+UNSURE = {Verdict.insufficient, Verdict.unsupported, Verdict.reference, Verdict.running, Outcome.incomplete}
 
 
 def width(stream: IO[str] | None = None) -> int | None:

@@ -132,7 +132,7 @@ def boots_figure(frame: pd.DataFrame, title: str, link: Callable[[int], str] | N
 
 def sweep_figure(obj: dict[str, Any], link: Callable[[int], str] | None = None) -> Figure:
     """``ledger sweep``'s report as a chart: the knob on x, KV tokens on y, a marker per boot
-    coloured and shaped by outcome (came up or not), the capacity contract (max_num_seqs x
+    coloured and shaped by outcome (came up, crashed later, or not), the capacity contract (max_num_seqs x
     max_model_len of each boot) as a dashed line, and the frontier in the title."""
     from ..render.sweep import frontier_text
 
@@ -147,7 +147,7 @@ def sweep_figure(obj: dict[str, Any], link: Callable[[int], str] | None = None) 
         sel = [r for r in rows if r["outcome"] == outcome and r["kv_tokens"] is not None]
         if not sel:
             continue
-        label = outcome + ("" if outcome in ("ready", "crashed") else " (did not come up)")
+        label = outcome + {"ready": "", "crashed": " (passed boot, crashed at runtime)"}.get(outcome, " (did not come up)")
         pts = ax.scatter([r["value"] / div for r in sel], [r["kv_tokens"] for r in sel], color=colour, marker=marker,
                          s=44, zorder=2, label=label, edgecolors="white", linewidths=0.5)
         if link is not None:
