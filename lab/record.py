@@ -63,6 +63,25 @@ def printed(lines: list[str]) -> dict:
     return out
 
 
+# the API server's banner line that names the release (0.15+ logo: "█  version 0.32.0")
+BANNER = re.compile(r"^\(APIServer pid=\d+\) .*(?:█  version |vLLM API server version )\d")
+
+
+def start_lines(body: list[str], offsets: list[int]) -> list[int]:
+    """Where each start's boot begins, in the body's line numbers: the first start at the body's
+    first line; every later one at its banner's version line, the first at or after the offset
+    the lab appended from.  The lines before it (Python's warnings, Triton's notice, the logo's
+    blank first lines, and whatever the previous start's lingering children printed after it
+    exited) name no start: they stay with the boot before."""
+    out = []
+    for i, offset in enumerate(offsets):
+        if i == 0:
+            out.append(1)
+            continue
+        out.append(next((n for n in range(offset, len(body) + 1) if BANNER.match(body[n - 1])), offset))
+    return out
+
+
 def _prefix(python: str) -> tuple[str, str]:
     code = "import sys; print(sys.prefix); print(sys.base_prefix)"
     lines = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60).stdout.split()
@@ -127,7 +146,7 @@ def record(scenario: Scenario, out_dir: Path, work: Path, python: str | None = N
                   f"/usr/local, the model folder -> /models/{scenario.model}, home -> /home/lab; nothing else edited")
     header.append("# ---")
     shift = len(header)
-    firsts = [n + shift for n in server.starts]
+    firsts = [n + shift for n in start_lines(body, server.starts)]
     lasts = [n - 1 for n in firsts[1:]] + [len(body) + shift]
     starts = []
     for start, first, last in zip(run.starts, firsts, lasts, strict=True):

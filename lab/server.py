@@ -129,7 +129,20 @@ class Server:
             self.kill_all()
             raise LabError(f"vLLM still ran after {timeout:.0f} s:\n{self.tail()}") from None
         self.exits[-1] = code
+        self._settle()
         return code
+
+    def _settle(self, quiet: float = 1.0, at_most: float = 15.0) -> None:
+        """Until the log stops growing: the engine's and the resource tracker's last lines come
+        after the API server exits, and belong before the next start."""
+        deadline, size, still = time.monotonic() + at_most, -1, time.monotonic()
+        while time.monotonic() < deadline:
+            now = self.log.stat().st_size if self.log.exists() else 0
+            if now != size:
+                size, still = now, time.monotonic()
+            elif time.monotonic() - still >= quiet:
+                return
+            time.sleep(0.1)
 
     def wait_for(self, text: str, timeout: float = 60) -> None:
         """Until this start's output holds ``text``."""

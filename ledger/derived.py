@@ -32,8 +32,8 @@ VERDICTS = (("survival", "survival"), ("kv", "kv reconciliation"), ("capacity", 
 def boot_derived(ledger: Ledger, boot_ids: list[int]) -> dict[int, dict[str, Any]]:
     """Per boot, the views' figures (None where the view had no inputs) and its verdicts."""
     out: dict[int, dict[str, Any]] = {bid: {k: None for k, _, _ in FIGURES} | {"verdicts": {}} for bid in boot_ids}
-    for bid, outcome in _outcomes(ledger, boot_ids).items():  # how it ended (once stored: and its end)
-        out[bid]["verdicts"]["survival"] = survival_verdict(outcome)
+    for bid, (outcome, ended) in _outcomes(ledger, boot_ids).items():  # how it ended
+        out[bid]["verdicts"]["survival"] = survival_verdict(outcome, ended)
     for r in view_rows(ledger, "boot_kv", boot_ids):
         o = out[r["boot_id"]]
         o.update(kv_budget_bytes=r["kv_budget_bytes"], kv_budget_source=r["kv_budget_source"],
@@ -71,10 +71,10 @@ def boot_derived(ledger: Ledger, boot_ids: list[int]) -> dict[int, dict[str, Any
     return out
 
 
-def _outcomes(ledger: Ledger, boot_ids: list[int]) -> dict[int, str]:
+def _outcomes(ledger: Ledger, boot_ids: list[int]) -> dict[int, tuple[str, str | None]]:
     if not boot_ids:
         return {}
     params: dict[str, Any] = {}
     with ledger.reading() as r:
-        return dict(r.tuples(f"SELECT id, outcome FROM boot WHERE id IN {in_list('ids', list(boot_ids), params)}",
-                             params))
+        return {bid: (outcome, ended) for bid, outcome, ended in r.tuples(
+            f"SELECT id, outcome, ended FROM boot WHERE id IN {in_list('ids', list(boot_ids), params)}", params)}

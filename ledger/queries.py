@@ -375,7 +375,7 @@ def _history_rows(ledger: Ledger, s: Reader, boots: list[Boot]) -> list[dict[str
     for bid, verdict in formula_verdicts(ledger, [b.id for b in boots]).items():
         checks[bid]["formula"] = verdict  # the KV tokens from the model's geometry (ledger.kvformula)
     for b in boots:  # how it ended: the stored outcome says it (ledger.verdicts.survival words it)
-        checks[b.id]["survival"] = survival_verdict(b.outcome)  # (and how it ended, once the ingest stores it)
+        checks[b.id]["survival"] = survival_verdict(b.outcome, b.ended)
     rows = []
     for b in boots:
         fs = sums.get(b.id, {})

@@ -136,7 +136,8 @@ STOPPED = "stopped"
 
 
 def survival_verdict(outcome: str, end: str | None = None) -> str:
-    """A boot's survival verdict from its stored outcome (and, once stored, how it ended)."""
+    """A boot's survival verdict from its stored outcome and how it ended (``boot.ended``): only
+    a stop that was asked for is ``ok``; a boot serving at the end of its log is ``running``."""
     if outcome == Outcome.ready and end == STOPPED:
         return Verdict.ok
     return _BY_OUTCOME.get(outcome, Verdict.insufficient)
@@ -170,11 +171,13 @@ class Survival:
     failures: list[dict[str, Any]] = field(default_factory=list)  # kind, phase, line, logged_at
     seconds: float | None = None
     at_least: bool = False  # ``seconds`` is a floor: the time of the last stats line before the failure
-    end: str | None = None  # how it ended, once stored (see STOPPED)
+    end: str | None = None  # how it ended (boot.ended: stopped, crashed, failed, running)
+    stop_line: int | None = None  # the first line of a requested stop (boot.stop_line)
 
     def to_json(self) -> dict[str, Any]:
         """The output contract's survival object (docs/output-contract.md)."""
         return {"boot": boot_id(self.boot), "verdict": self.verdict, "outcome": self.outcome, "end": self.end,
+                "stop_line": self.stop_line,
                 "ready_line": self.ready_line, "last_line": self.last_line,
                 "failures": [{"kind": f["kind"], "phase": f["phase"], "line": f["line"],
                               "logged_at": iso(f["logged_at"])} for f in self.failures],
@@ -182,8 +185,8 @@ class Survival:
 
 
 def survival(ledger: Ledger, boot_ids: list[int], end: dict[int, str] | None = None) -> dict[int, Survival]:
-    """Per boot, how it ended. ``end``: how each boot ended where that is known (the hook for
-    the ingest's own record of it; none is stored yet)."""
+    """Per boot, how it ended: ``end`` where given, else what the ingest stored (``boot.ended``:
+    stopped, crashed, failed, running; null for boots stored before it knew)."""
     out: dict[int, Survival] = {}
     if not boot_ids:
         return out
@@ -194,13 +197,13 @@ def survival(ledger: Ledger, boot_ids: list[int], end: dict[int, str] | None = N
         for f in r.rows(f"SELECT boot_id, kind, phase, line, logged_at FROM failure WHERE boot_id IN {ids} "
                         "ORDER BY boot_id, line, id", params):
             failures.setdefault(f["boot_id"], []).append(f)
-        for bid, outcome, ready_line, last_line, started, ready, ended in r.tuples(
-                f"SELECT id, outcome, ready_line, last_line, started_at, ready_at, ended_at FROM boot WHERE id IN {ids}",
-                params):
-            how = (end or {}).get(bid)
+        for bid, outcome, ready_line, last_line, started, ready, ended, stored_end, stop_line in r.tuples(
+                f"SELECT id, outcome, ready_line, last_line, started_at, ready_at, ended_at, ended, stop_line FROM boot "
+                f"WHERE id IN {ids}", params):
+            how = (end or {}).get(bid) or stored_end
             s = Survival(bid, outcome, survival_verdict(outcome, how), ready_line, last_line,
                          [{k: f[k] for k in ("kind", "phase", "line", "logged_at")} for f in failures.get(bid, [])],
-                         end=how)
+                         end=how, stop_line=stop_line)
             first = s.failures[0] if s.failures else None
             if s.verdict == Verdict.crashed and first is not None:
                 s.seconds = seconds_between(ready, first["logged_at"])

@@ -134,17 +134,16 @@ def test_an_untimed_crash_is_timed_at_least_to_the_last_stats_line(tmp_path, db,
             in cli("check", "untimed").output)
 
 
-def test_a_requested_stop_once_stored_is_ok(seeded):
-    """The hook for how a boot ended (the ingest does not store it yet): a ready boot that was
-    stopped on request, with no failure before, is the one survival that is ``ok``."""
-    from ledger.db.connect import connect
+def test_a_requested_stop_is_ok_and_says_where(db, cli):
+    """The real vLLM stopped with SIGTERM after serving (the lab's recording): the ingest stores
+    that it was stopped, at the stop's first line; the one survival that is ``ok``."""
+    log = ROOT / "fixtures" / "live" / "vllm-0.32.0" / "ready-served-sigterm.log"
+    assert cli("ingest", str(log), "--label", "stopped").exit_code == 0
+    s = survival_of(db, "stopped")
+    assert (s.verdict, s.end, s.stop_line) == ("ok", "stopped", 175)
     from ledger.render.survival import survival_text
-    from ledger.verdicts import survival
 
-    s = survival(connect(seeded, mode="read"), [3], end={3: "stopped"})[3]
-    assert (s.verdict, s.end) == ("ok", "stopped")
-    assert survival_text(s.to_json()) == "stopped on request 0:00:02 after ready (ready at line 10, last line 13), " \
-        "no failure before it"
+    assert survival_text(s.to_json()) == "stopped on request at line 175, 0:00:27 after ready (ready at line 79), no failure before it"
 
 
 def test_a_crash_in_an_excerpt_without_ready_says_no_time_is_known(db, cli):

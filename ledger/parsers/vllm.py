@@ -491,6 +491,17 @@ def _message(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
     return {FailureFigure.message: msg} if msg else {}
 
 
+# With VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vLLM logs the same message as a warning and goes on
+# (config/model.py 0.32: logger.warning_once("%s %s", msg, "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be
+# used with extreme caution …"); the ValueError says "To allow overriding this maximum, set the
+# env var …" before that same caution): a warning is no failure
+def _max_len_error(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
+    warned = "must be used with extreme caution" in record and "To allow overriding" not in record
+    if line.level == "WARNING" or warned:
+        return None
+    return _message(m, line, record)
+
+
 def _failure(name: str, anchor: str, kind: FailureKind, pattern: str | None = None, *,
              extract: Extractor | None = None, phase: Phase | None = None, wraps: bool = False,
              implies_up: bool = False, runtime_kind: FailureKind | None = None,
@@ -576,7 +587,7 @@ FAILURE_RULES = [
     # pydantic's "Value error, … [type=value_error, …]" from 0.10)
     _failure("max_model_len_too_large", "is greater than the derived max_model_len", FailureKind.config_error,
              r"(?P<m>User-specified max_model_len \(\d+\) is greater than the derived max_model_len.*?)"
-             r"(?: \[type=value_error.*)?$"),
+             r"(?: \[type=value_error.*)?$", extract=_max_len_error),
     _failure("heads_per_kv_not_divisible", "query heads per KV head", FailureKind.config_error,
              r"(?P<m>The model's number of query heads per KV head .*must be divisible.*)$"),
     # pydantic wraps config errors: "pydantic_core._pydantic_core.ValidationError: 1 validation

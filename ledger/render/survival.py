@@ -74,7 +74,8 @@ def survival_text(s: dict[str, Any]) -> str:
     ready = "no ready line stored" if s["ready_line"] is None else f"ready at line {s['ready_line']}"
     if verdict == Verdict.ok:
         after = "" if s["seconds"] is None else f" {duration(s['seconds'])} after ready"
-        return f"stopped on request{after} ({ready}, last line {s['last_line']}), no failure before it"
+        at = f" at line {s['stop_line']}" + ("," if after else "") if s.get("stop_line") else ""
+        return f"stopped on request{at}{after} ({ready}), no failure before it"
     if verdict == Verdict.running:  # no failure seen, but no end shown either: no proof it survives
         if s["seconds"] is None:
             return f"running at the end of its log: no failure after ready ({ready}, last line {s['last_line']})"
