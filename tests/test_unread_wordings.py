@@ -72,9 +72,36 @@ UNREAD = {
                  "vLLM's; grammar-pack material",
 }
 
-LOGS = [p for p in sorted((ROOT / "fixtures").glob("*/*.log")) if p.parent.name != "sglang"]
+LOGS = [p for p in sorted((ROOT / "fixtures").glob("*/*.log")) if p.parent.name != "sglang"] \
+    + sorted((ROOT / "fixtures" / "live").glob("*/*.log"))  # the real vLLM's whole logs (the lab)
 RADIANCE = load_pack(ROOT / "ledger" / "parsers" / "packs" / "radiance.toml")
 NO_PACK = Pack("none", "the built-in grammar alone", ROOT, "test")
+
+
+# The real vLLM's whole logs (fixtures/live) repeat their lines in every recording: their unread
+# wordings are listed once each, by what the line says -> why it stays unread
+UNREAD_LIVE = {
+    "Initializing model took ": "the model object's construction time, a part of the load the log also prints "
+                                "as 'Loading weights took' / model_load_seconds; no vocabulary name",
+    "Checkpoint size: ": "the loader's note on the checkpoint file and the host's free RAM (0.32's base_loader): "
+                        "no vocabulary name, and the RAM is the host's, not the engine's",
+    "Initial profiling/warmup run took ": _COMPILE_PART.replace("a part of the torch.compile total", "a step inside init engine"),
+    "[shutdown] ": "a stop's own bookkeeping (timeout=0s, mode=abort): how the boot ended is read from the stop's "
+                   "first line, these figures are settings of the stop",
+    "No available shared memory broadcast block found in ": "shm_broadcast's warning that a process is busy "
+                                                            "(here: compiling); facts.md: a warning, not a failure",
+}
+
+
+def _excused(key: tuple[str, int], raw: str) -> bool:
+    return key[0].startswith("live/") and any(w in raw for w in UNREAD_LIVE)
+
+
+def _key(log) -> str:
+    """``208`` for a real excerpt, ``synthetic/001``, ``live/bf16-kv`` for a recorded log."""
+    if log.parent.parent.name == "live":
+        return f"live/{log.stem}"
+    return f"{log.parent.name}/{log.name[:3]}" if log.parent.name != "real" else log.name[:3]
 
 
 def unread_lines() -> dict[tuple[str, int], str]:
@@ -83,16 +110,21 @@ def unread_lines() -> dict[tuple[str, int], str]:
     for log in LOGS:
         pack = RADIANCE if log.parent.name == "radiance" else NO_PACK  # fork lines are a pack's
         for _, number, raw in check(pack, [str(log)], unread=WORDING).unclaimed:
-            out[(f"{log.parent.name}/{log.name[:3]}" if log.parent.name != "real" else log.name[:3], number)] = raw
+            out[(_key(log), number)] = raw
     return out
 
 
 def test_every_line_carrying_a_vocabulary_wording_is_read_or_listed_with_why():
     found = unread_lines()
-    new = {key: raw for key, raw in found.items() if key not in UNREAD}
+    new = {key: raw for key, raw in found.items() if key not in UNREAD and not _excused(key, raw)}
     assert new == {}, "read these lines (and name their figures) or list them in UNREAD with why"
 
 
 def test_every_listed_unread_line_is_still_unread():
     found = unread_lines()
     assert sorted(set(UNREAD) - set(found)) == []
+
+
+def test_every_listed_unread_live_wording_is_still_printed_and_unread():
+    found = [raw for key, raw in unread_lines().items() if key[0].startswith("live/")]
+    assert [w for w in UNREAD_LIVE if not any(w in raw for raw in found)] == []
