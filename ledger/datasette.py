@@ -86,9 +86,11 @@ _COMMON: dict[str, str] = {
     "pinned_host_pool_bytes": "A fork's pinned host pool (grammar pack fact; bytes).",
     "prefix_host_tier_bytes": "A fork's prefix host tier (grammar pack fact; bytes).",
     "pinned_cap_bytes": "A fork's cap on pinned host memory (grammar pack fact; bytes).",
-    "kv_budget_bytes": "The KV budget the arithmetic uses: --kv-cache-memory-bytes, else the printed "
-                       "reserved or available KV memory (bytes).",
+    "kv_budget_bytes": "The KV budget the arithmetic uses: --kv-cache-memory-bytes unless a printed pool "
+                       "contradicts it, else the printed reserved or available KV memory (bytes).",
     "kv_budget_source": "Which figure kv_budget_bytes is.",
+    "kv_argument_ignored": "1 when --kv-cache-memory-bytes was asked and a printed pool shows the engine "
+                           "used another (vLLM's CPU build): the printed pool is then the budget.",
     "kv_budget_precision_bytes": "kv_budget_bytes' uncertainty: 0 when exact, else half a printed digit (bytes).",
     "group_key": "The comparable group: model, KV dtype, TP, block size, release.",
     "verdict": "ok, off, broken or over; insufficient when a figure it needs was not printed.",
@@ -148,6 +150,9 @@ _COLUMNS: dict[str, dict[str, str]] = {
         "ready_line": "The line where the server said it was ready.",
         "ready_at": "When the server became ready (ISO 8601).",
         "ended_at": "The boot's last timestamp (ISO 8601).",
+        "ended": "How the boot ended: stopped (a stop that was asked for, no failure before it), crashed, "
+                 "failed, running (serving at the end of its log); null: the log ends before it was up.",
+        "stop_line": "The first line of a requested stop (SIGTERM, Ctrl-C), where there was one.",
         "access_lines": "HTTP access-log lines counted in the boot.",
         "request_lines": "Request lines (Received request, Added request) counted in the boot.",
         "ingested_at": "When `ledger ingest` stored it (ISO 8601, UTC).",

@@ -8,7 +8,7 @@ else ``~/.local/share/ledger/ledger.db``).  On the ledger the README's quick sta
     >>> wide.loc[15, ["kv_cache_tokens", "max_concurrency"]].to_dict()
     {'kv_cache_tokens': 198784.0, 'max_concurrency': 24.27}
     >>> lf.boots().outcome.value_counts().to_dict()
-    {'failed': 36, 'incomplete': 34, 'ready': 18, 'crashed': 9}
+    {'failed': 43, 'incomplete': 38, 'ready': 21, 'crashed': 11}
 
 pandas is imported here only; the CLI never imports this module.
 """

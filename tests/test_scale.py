@@ -67,7 +67,11 @@ def _compare(db: str) -> None:
         for _, ddl in _first_definitions():
             conn.execute(text(ddl))
         for view in VIEWS:
-            now = [tuple(r) for r in conn.execute(text(f"SELECT * FROM {view} ORDER BY boot_id"))]
+            rows = [r._mapping for r in conn.execute(text(f"SELECT * FROM {view} ORDER BY boot_id"))]
+            # a column a later revision added (0011's kv_argument_ignored): none of these fixtures
+            # prints a pool that contradicts its argument, so the budgets are the first definition's
+            assert all(r.get("kv_argument_ignored", 0) == 0 for r in rows), view
+            now = [tuple(v for k, v in r.items() if k != "kv_argument_ignored") for r in rows]
             before = [tuple(_as_0007(view, dict(r._mapping)).values())
                       for r in conn.execute(text(f"SELECT * FROM old_{view} ORDER BY boot_id"))]
             assert now == before, view
