@@ -23,6 +23,7 @@ from .db.reader import Boot, boots_where, in_list, with_children
 from .decode import decode_figure
 from .derived import boot_derived
 from .errors import LedgerError
+from .parsers.vocabulary import telling_kind
 from .queries import deploy_name, deploys_named, resolve_boot
 from .render import boot_id, iso
 from .verdicts import survival, view_rows
@@ -51,11 +52,12 @@ class Sweep:
 
 
 def _failure(b: Boot) -> str | None:
-    """The failure that tells why: an OOM where there is one, else the first; ``kind@phase``."""
+    """The failure that tells why (``vocabulary.telling_kind``), ``kind@phase``."""
     if not b.failures:
         return None
     fs = sorted(b.failures, key=lambda f: f.line)
-    f = next((f for f in fs if f.kind == "oom"), fs[0])
+    kind = telling_kind([f.kind for f in fs])
+    f = next(f for f in fs if f.kind == kind)
     return f"{f.kind}@{f.phase}"
 
 

@@ -163,6 +163,19 @@ class FailureKind(StrEnum):
 
 
 FAILURE_KINDS = tuple(FailureKind)
+# kinds that say the engine ended, not why: where a boot has another kind too, that one tells why
+# (an OOM, a KV pool too small, a config error behind "EngineCore failed to start")
+CONSEQUENCES = frozenset({FailureKind.engine_init_failed, FailureKind.worker_died, FailureKind.engine_dead})
+
+
+def telling_kind(kinds: list[str]) -> str | None:
+    """Of a boot's failure kinds in line order, the one that tells why: an OOM where there is one,
+    else the first that is not a consequence, else the first."""
+    if not kinds:
+        return None
+    if FailureKind.oom in kinds:
+        return FailureKind.oom
+    return next((k for k in kinds if k not in CONSEQUENCES), kinds[0])
 
 
 class FailureFigure(StrEnum):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from ledger.parsers.vocabulary import FailureKind, Phase, Verdict
+from ledger.parsers.vocabulary import Phase, Verdict, telling_kind
 
 
 def duration(seconds: float) -> str:
@@ -22,9 +22,10 @@ def kinds(s: dict[str, Any]) -> list[str]:
 
 
 def telling(s: dict[str, Any]) -> dict[str, Any] | None:
-    """The failure that tells why: an OOM where there is one (behind "WorkerProc hit an
-    exception"), else the first."""
-    return next((f for f in s["failures"] if f["kind"] == FailureKind.oom), s["failures"][0] if s["failures"] else None)
+    """The failure that tells why (``vocabulary.telling_kind``: an OOM behind "WorkerProc hit an
+    exception", a KV pool too small behind "EngineCore failed to start")."""
+    kind = telling_kind([f["kind"] for f in s["failures"]])
+    return next((f for f in s["failures"] if f["kind"] == kind), None)
 
 
 def _came_up_before(s: dict[str, Any], first: dict[str, Any]) -> bool:
