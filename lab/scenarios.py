@@ -238,8 +238,8 @@ SCENARIOS: list[Scenario] = [
     Scenario("prefix-caching-off", "--no-enable-prefix-caching", "tiny", plain([*BASE, "--no-enable-prefix-caching"])),
     Scenario("wide-model", "a second geometry: 8 layers, 8 KV heads of 64 (16,384 B a token)", "wide",
              plain(["--max-num-seqs", "2", "--max-model-len", "8192"])),
-    Scenario("qwen2-model", "another architecture (Qwen2, GQA 6:2, head 64: 2,048 B a token)", "qwen2",
-             plain(["--max-num-seqs", "4", "--max-model-len", "8192"])),
+    Scenario("gqa-model", "a third geometry: 4 layers, grouped-query attention 6:2, head 64 (2,048 B a token)",
+             "gqa", plain(["--max-num-seqs", "4", "--max-model-len", "8192"])),
 ]
 
 BY_NAME = {s.name: s for s in SCENARIOS}

@@ -116,7 +116,7 @@ def _ledger(db: str) -> None:
 
     for log in LOGS:
         ledger_on(db, "ingest", "--label", log.stem, str(log))
-    for geometry in ("tiny", "wide", "qwen2"):  # the boots of each model are predicted again
+    for geometry in ("tiny", "wide", "gqa"):  # the boots of each model are predicted again
         ledger_on(db, "model", "add", str(MODELS / f"lab-{geometry}" / "config.json"), "--as", f"/models/{geometry}")
 
 
@@ -147,8 +147,8 @@ def test_the_cost_of_a_token_comes_from_the_printed_pool(recorded):
 
     cost = {r["label"]: r["bytes_per_token"] for r in dict_rows(
         recorded, "SELECT d.label, k.bytes_per_token FROM kv_cost_per_token k JOIN deploy d ON d.id = k.deploy_id "
-                  "WHERE d.label IN ('bf16-kv', 'fp8-kv', 'ignored-argument', 'wide-model', 'qwen2-model')")}
-    assert cost == {"bf16-kv": 512, "fp8-kv": 256, "ignored-argument": 512, "wide-model": 16384, "qwen2-model": 2048}
+                  "WHERE d.label IN ('bf16-kv', 'fp8-kv', 'ignored-argument', 'wide-model', 'gqa-model')")}
+    assert cost == {"bf16-kv": 512, "fp8-kv": 256, "ignored-argument": 512, "wide-model": 16384, "gqa-model": 2048}
 
 
 def test_an_argument_the_engine_ignored_is_said_and_never_the_budget(recorded):
