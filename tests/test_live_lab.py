@@ -98,6 +98,20 @@ def _wait_for_stats(db: Path, label: str, n: int, timeout: float = 60) -> None:
         time.sleep(1)
 
 
+def _served_under_watch(servers: list[Server], model: Path, db: Path, label: str,
+                        args: list[str]) -> tuple[Server, Watch]:
+    """A server started on ``model`` with ``args`` and followed by ``ledger watch --label``, up and
+    served for 32 s, until the watch has stored two busy stats intervals."""
+    server = Server(model, db.parent / f"{label}.log", args)
+    servers.append(server)
+    watch = Watch(server.log, db, label)
+    server.start()
+    server.wait_ready()
+    scenarios.serve_for(scenarios.Run(server), 32)
+    _wait_for_stats(db, label, 2)
+    return server, watch
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """The whole workflow, once: what each step printed and measured."""
@@ -109,23 +123,11 @@ def lab(tmp_path_factory):
     servers: list[Server] = []
     try:
         # the control: fp8 KV, served, then stopped
-        control = Server(tiny, work / "control.log", [*BASE, "--kv-cache-dtype", "fp8"])
-        servers.append(control)
-        watch = Watch(control.log, db, "fp8-control")
-        control.start()
-        control.wait_ready()
-        scenarios.serve_for(scenarios.Run(control), 32)
-        _wait_for_stats(db, "fp8-control", 2)
+        control, watch = _served_under_watch(servers, tiny, db, "fp8-control", [*BASE, "--kv-cache-dtype", "fp8"])
         control.stop()
         watch.stop()
         # the candidate: bf16, served; decode held against the control; then its engine core killed
-        candidate = Server(tiny, work / "candidate.log", BASE)
-        servers.append(candidate)
-        watch = Watch(candidate.log, db, "bf16-candidate")
-        candidate.start()
-        candidate.wait_ready()
-        scenarios.serve_for(scenarios.Run(candidate), 32)
-        _wait_for_stats(db, "bf16-candidate", 2)
+        candidate, watch = _served_under_watch(servers, tiny, db, "bf16-candidate", BASE)
         out["check_against"] = ledger(db, "check", "bf16-candidate", "--against", "fp8-control",
                                       "--max-decode-drop", "50%", "--format", "json")
         out["check_before_kill"] = ledger(db, "check", "bf16-candidate")
