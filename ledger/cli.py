@@ -183,6 +183,17 @@ def format_option(default: str = "table", formats: tuple[str, ...] | None = None
                         help="Output format (JSON: see docs/output-contract.md).")
 
 
+REDACTED = ("keys, tokens and passwords (args dumps, --api-key, URL userinfo and queries, bearer headers), "
+            "home paths, private addresses and this host's name")
+
+
+def redact_option(f):
+    """``--no-redact``: what is meant to be pasted (note, diff, show, export, serve's pages) leaves
+    out secrets, home paths and addresses by default (``ledger.render.redact``)."""
+    return click.option("--no-redact", "no_redact", is_flag=True,
+                        help=f"Keep {REDACTED} (redacted by default; the ledger keeps them as read).")(f)
+
+
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     """``--version``: the release and the scan engine this install runs (Hyperscan, or the
     pure-Python fallback where no Hyperscan wheel exists)."""
@@ -503,11 +514,14 @@ def _boot_count(ledger) -> int:
 @main.command()
 @click.argument("boot", shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
 @format_option()
+@redact_option
 @db_option
-def show(boot: str, fmt: str, db: str | None) -> None:
+def show(boot: str, fmt: str, no_redact: bool, db: str | None) -> None:
     """Every fact of one boot with its line number and raw line, the shape, the failures.
 
     BOOT is a boot id, or a deploy (commit/digest prefix or label) for its latest boot.
+    Secrets (keys, tokens, passwords), home paths and private addresses are redacted unless
+    --no-redact.
 
     \b
     Examples:
@@ -519,18 +533,20 @@ def show(boot: str, fmt: str, db: str | None) -> None:
 
     with _reading(db) as ledger:
         obj = show_boot(ledger, boot)
-    echo_show(obj, fmt)
+    echo_show(obj, fmt, redact=not no_redact)
 
 
 @main.command()
 @click.argument("boots", nargs=-1, metavar="[BOOT...]",
                 shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
 @format_option("json", ("json", "jsonl", "csv"))
+@redact_option
 @db_option
-def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
+def export(boots: tuple[str, ...], fmt: str, no_redact: bool, db: str | None) -> None:
     """Export boots (all, oldest first, or the ones named) as JSON, JSON lines or CSV facts.
 
-    The JSON objects are a stable contract, documented in docs/output-contract.md.
+    The JSON objects are a stable contract, documented in docs/output-contract.md.  Secrets
+    (keys, tokens, passwords), home paths and private addresses are redacted unless --no-redact.
 
     \b
     Examples:
@@ -544,7 +560,7 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
 
     # written as they are read: memory stays flat however many boots the ledger holds
     with _reading(db) as ledger:
-        echo(export_pieces(iter_export(ledger, list(boots) or None), fmt))
+        echo(export_pieces(iter_export(ledger, list(boots) or None), fmt, redact=not no_redact))
 
 
 @main.command()
@@ -581,8 +597,9 @@ def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
 @click.argument("b", shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
 @click.option("--all", "show_all", is_flag=True, help="Also list the rows that did not change.")
 @format_option()
+@redact_option
 @db_option
-def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
+def diff(a: str, b: str, show_all: bool, fmt: str, no_redact: bool, db: str | None) -> None:
     """Compare two boots, or two deploys' latest ready boots.
 
     A and B are boot ids, commit or digest prefixes, or labels; a deploy means its latest ready
@@ -590,7 +607,8 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     passed over).  Beside the facts that changed: the derived rows (bytes per KV token, the KV
     pool, the capacity contract and its margin, the ceilings' margins, every verdict).  Shape
     keys printed on one side only are counted; --all lists them and the unchanged rows.
-    Markdown is for pasting into a commit message.
+    Markdown is for pasting into a commit message: every format leaves out secrets (keys,
+    tokens, passwords), home paths and private addresses unless --no-redact.
 
     \b
     Examples:
@@ -603,7 +621,7 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
 
     with _reading(db) as ledger:
         result = diff_boots(ledger, a, b, show_all)
-    click.echo(diff_text(result, fmt))
+    click.echo(diff_text(result, fmt, redact=not no_redact))
 
 
 @main.command()
@@ -612,8 +630,7 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
 @click.option("--all", "show_all", is_flag=True, help="Also list shape keys printed on one side only, and unchanged ones.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "trailers", "json"]), default="text",
               show_default=True, help="text, markdown, git trailers, or the report object as JSON.")
-@click.option("--no-redact", "no_redact", is_flag=True,
-              help="Keep paths under $HOME, host names and token-like strings (redacted by default).")
+@redact_option
 @click.option("--max-decode-drop", default="3%", show_default=True, metavar="PCT",
               help="The decode drop against B beyond which the decode line says 'slower'.")
 @click.option("--hook", is_flag=True, help="Print a prepare-commit-msg hook that appends the trailers for HEAD.")
@@ -627,7 +644,8 @@ def note(a: str | None, b: str | None, show_all: bool, fmt: str, no_redact: bool
     Prints what changed in the shape, bytes per KV token per rank, the KV pool, tokens and
     concurrency, the capacity contract and its margin, the ceilings, every verdict, decode
     against B, and the source lines; --format trailers prints git trailers (docs/notes.md).
-    Paths under $HOME, host names and token-like strings are redacted unless --no-redact.
+    Secrets (keys, tokens, passwords, URL userinfo), home paths, private addresses and host
+    names are redacted unless --no-redact.
 
     \b
     Examples:
@@ -1260,12 +1278,16 @@ def plot_deploy_cmd(deploy_ref: str, output: str, db: str | None) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (only this machine by default).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@redact_option
 @db_option
-def serve(host: str, port: int, db: str | None) -> None:
+def serve(host: str, port: int, no_redact: bool, db: str | None) -> None:
     """Serve the ledger, read-only, to a browser: deploys, a deploy's boots over time, a boot's
     evidence, verdicts and runtime charts, diffs; /api/... gives each page as JSON.
 
     Needs the 'serve' extra (pip install 'vllm-ledger[serve]'). Ctrl-C stops it.
+
+    The diff and boot pages (and their JSON) leave out secrets (keys, tokens, passwords), home
+    paths and private addresses unless --no-redact.
 
     \b
     Examples:
@@ -1274,7 +1296,7 @@ def serve(host: str, port: int, db: str | None) -> None:
     """
     from .serve import run
 
-    run(_db(db), host, port, echo=click.echo)
+    run(_db(db), host, port, echo=click.echo, redact=not no_redact)
 
 
 # -- grammar packs ----------------------------------------------------------------------------------
