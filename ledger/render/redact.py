@@ -108,6 +108,29 @@ def _ipv6(m: re.Match[str]) -> str:
     return "<ip>" if m.group(0).count(":") >= 2 else m.group(0)
 
 
+def secrets_hidden(s: str) -> str:
+    """``s`` with its secrets left out — values under a secret's name, URL userinfo,
+    ``Authorization:`` credentials, token-like strings — and nothing else: for a message about
+    the user's own URL or command (a webhook that failed), which keeps its host and path."""
+    # each rule runs where the text holds what it needs (a log line holds none of most)
+    if ":" in s:
+        s = _IN_DICT.sub(_hidden, s)
+    if "=" in s:
+        s = _ASSIGNED.sub(_hidden, s)
+        s = _QUERY.sub(_hidden, s)
+    if "--" in s:
+        s = _FLAG.sub(_hidden, s)
+    lower = s.lower()
+    if "authorization" in lower or "api-key" in lower:
+        s = _HEADER.sub(_hidden, s)
+    if "://" in s:
+        s = _USERINFO.sub(lambda m: f"{m.group('k')}{SECRET}@", s)
+    s = _LONG_WORDS.sub(lambda m: TOKENS.sub("<token>", m.group(0)), s)
+    if "bearer" in lower:
+        s = _BEARER.sub("<token>", s)
+    return s
+
+
 def redactor(redact: bool = True) -> Any:
     """What an output meant to be pasted is passed through: a ``Redactor``, or (``--no-redact``)
     the object itself."""
@@ -153,22 +176,7 @@ class Redactor:
         return done
 
     def _text(self, s: str) -> str:
-        # each rule runs where the text holds what it needs (a log line holds none of most)
-        if ":" in s:
-            s = _IN_DICT.sub(_hidden, s)
-        if "=" in s:
-            s = _ASSIGNED.sub(_hidden, s)
-            s = _QUERY.sub(_hidden, s)
-        if "--" in s:
-            s = _FLAG.sub(_hidden, s)
-        lower = s.lower()
-        if "authorization" in lower or "api-key" in lower:
-            s = _HEADER.sub(_hidden, s)
-        if "://" in s:
-            s = _USERINFO.sub(lambda m: f"{m.group('k')}{SECRET}@", s)
-        s = _LONG_WORDS.sub(lambda m: TOKENS.sub("<token>", m.group(0)), s)
-        if "bearer" in lower:
-            s = _BEARER.sub("<token>", s)
+        s = secrets_hidden(s)
         if self.home is not None:
             s = self.home.sub("~", s)
         if "home/" in s or "Users" in s:
