@@ -1160,8 +1160,11 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
     def note(what: Any) -> None:
         click.echo(note_text(what), err=True)
 
+    from .db.location import resolve_url, sqlite_file
+
+    db_url = _db(db)
     follower, name, origin = follower_for(source, container, runtime, unit, journal_since, note, journal_files,
-                                          journal_dir)
+                                          journal_dir, ledger=sqlite_file(resolve_url(db_url)))
     dirty = None
     if repo:
         from .ingest import repo_state
@@ -1181,7 +1184,6 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
 
     settings = Settings(name, info, dict(origin.facts) if origin is not None else {}, thresholds, year,
                         commit_seconds=every, commit_samples=commit_samples)
-    db_url = _db(db)
     try:
         summary = Watch(lambda: open_writer(db_url), follower, settings, rules, emit, note).run()
     finally:
