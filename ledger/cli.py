@@ -900,7 +900,7 @@ def deploy_label(deploy_ref: str, new_label: str, db: str | None) -> None:
 
 @deploy.command("move")
 @click.argument("refs", nargs=-1, required=True, metavar="BOOT... [DEPLOY]")
-@click.option("--commit", help="Move to the deploy of this commit (created if the ledger has none).")
+@click.option("--commit", help="Move to the deploy of this commit (a short sha finds it; created if the ledger has none).")
 @click.option("--image", help="... and this image digest (sha256:<64 hex>).")
 @click.option("--label", help="... labelled so (a new deploy), or checked against its label.")
 @click.option("--relabel", is_flag=True, help="Let --label rename the deploy that --commit/--image name.")
@@ -909,9 +909,11 @@ def deploy_move(refs: tuple[str, ...], commit: str | None, image: str | None, la
                 db: str | None) -> None:
     """Give boots another deploy: fix a boot ingested with no identity, or with the wrong one.
 
-    The last argument is the deploy (deploy:N as deploy list shows it, a label, a commit or
-    digest prefix) unless --commit / --image name it instead.  All the boots move in one
-    transaction, or none; their verdicts, group references and the web view follow them.
+    The last argument is the deploy (any name deploy list or history prints, deploy:N, a label,
+    a commit or digest prefix) unless --commit / --image name it instead: the deploy whose
+    commit begins with that sha (made if there is none).  All the boots move in one
+    transaction, or none; their verdicts, group references and the web view follow them.  A
+    deploy left with no boots can be removed: ledger deploy rm.
 
     \b
     Examples:
@@ -937,6 +939,27 @@ def deploy_move(refs: tuple[str, ...], commit: str | None, image: str | None, la
 
     for line in moved_lines(report):
         click.echo(line)
+
+
+@deploy.command("rm")
+@_deploy_arg
+@db_option
+def deploy_rm(deploy_ref: str, db: str | None) -> None:
+    """Remove a deploy that has no boots (one that deploy move left empty), with its settings.
+
+    A deploy that still has boots is refused: move them (ledger deploy move) or remove them
+    (ledger rm) first.
+
+    \b
+    Example:
+      ledger deploy rm deploy:3
+    """
+    from .deploys import remove_deploy
+    from .render.deploys import deploy_removed
+
+    with _writing(db) as ledger:
+        name = remove_deploy(ledger, deploy_ref)
+    click.echo(deploy_removed(name))
 
 
 @deploy.command("list")

@@ -638,6 +638,24 @@ def move_boots(writer: Writer, boot_ids: list[int], target: int | DeployInfo) ->
     return retrying(write)
 
 
+def delete_deploy(writer: Writer, deploy: int) -> None:
+    """Remove a deploy with no boots, and its settings, in one transaction; refused (nothing
+    removed) while boots are of it."""
+    q = writer.mark
+
+    def write() -> None:
+        with writer.transaction() as cur:
+            cur.execute(f"SELECT count(*) FROM boot WHERE deploy_id = {q}", (deploy,))
+            n = cur.fetchone()[0]
+            if n:
+                raise LedgerError(f"deploy:{deploy} has {n} boot{'s' if n != 1 else ''} (ledger deploy move them "
+                                  "to another deploy, or ledger rm them, first); nothing removed")
+            cur.execute(f"DELETE FROM deploy_setting WHERE deploy_id = {q}", (deploy,))
+            cur.execute(f"DELETE FROM deploy WHERE id = {q}", (deploy,))
+
+    retrying(write)
+
+
 # every table that holds a boot's rows: the tables with a boot_id column (from the models)
 BOOT_CHILDREN = tuple(table for table, cols in COLUMNS.items() if "boot_id" in cols)
 
