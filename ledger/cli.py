@@ -378,17 +378,18 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         gc.freeze()
         from ledger.parsers.source import printable
 
-        from .render.ingest import announcer, echo_file, echo_origin_warnings
+        from .render.ingest import announcer, echo_file, echo_no_commit, echo_origin_warnings
         from .render.progress import Progress
 
         for i, path in enumerate(logs or [None]):
+            boot_time = per_boot_commit(repo, info) if repo and at_boot_time else None
             if origin is not None:
                 shown = origin.source_name
                 echo_origin_warnings(shown, origin.warnings)
                 result = ingest_origin(writer, origin, log, info, rules, year=year,
                                        on_stored=None if as_json else _said(announcer(as_json, None), shown,
                                                                             writer, names),
-                                       boot_time_repo=repo if at_boot_time else None)
+                                       boot_time=boot_time)
                 progress = None
             else:
                 assert path is not None
@@ -400,9 +401,11 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                                      name=source_name,
                                      on_stored=None if as_json else _said(say, shown, writer, names),
                                      started=started if i == 0 else None,
-                                     per_boot=per_boot_commit(repo, info) if repo and at_boot_time else None)
+                                     per_boot=boot_time)
             if progress:
                 progress.done()
+            if boot_time is not None and boot_time.missed:
+                echo_no_commit(shown, boot_time.repo, boot_time.missed)
             if not as_json and not result.error:  # read once per deploy, however many inputs name it
                 unknown = [d for d in result.existing_deploys if d not in names]
                 names.update(deploy_names(writer, unknown))
@@ -440,7 +443,7 @@ def _said(say: Any, shown: str, writer: Any, names: dict[int, str]) -> Any:
         if deploy is not None and deploy not in names:
             names.update(deploy_names(writer, [deploy]))
         say(stored_boot(bid, boot, shown, names.get(deploy) if deploy is not None else None,
-                        told.get("superseded")))
+                        told.get("superseded"), told.get("reference_moved")))
 
     return said
 
