@@ -183,6 +183,17 @@ def format_option(default: str = "table", formats: tuple[str, ...] | None = None
                         help="Output format (JSON: see docs/output-contract.md).")
 
 
+REDACTED = ("keys, tokens and passwords (args dumps, --api-key, URL userinfo and queries, bearer headers), "
+            "home paths, private addresses and this host's name")
+
+
+def redact_option(f):
+    """``--no-redact``: what is meant to be pasted (note, diff, show, export, serve's pages) leaves
+    out secrets, home paths and addresses by default (``ledger.render.redact``)."""
+    return click.option("--no-redact", "no_redact", is_flag=True,
+                        help=f"Keep {REDACTED} (redacted by default; the ledger keeps them as read).")(f)
+
+
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     """``--version``: the release and the scan engine this install runs (Hyperscan, or the
     pure-Python fallback where no Hyperscan wheel exists)."""
@@ -367,17 +378,18 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
         gc.freeze()
         from ledger.parsers.source import printable
 
-        from .render.ingest import announcer, echo_file, echo_origin_warnings
+        from .render.ingest import announcer, echo_file, echo_no_commit, echo_origin_warnings
         from .render.progress import Progress
 
         for i, path in enumerate(logs or [None]):
+            boot_time = per_boot_commit(repo, info) if repo and at_boot_time else None
             if origin is not None:
                 shown = origin.source_name
                 echo_origin_warnings(shown, origin.warnings)
                 result = ingest_origin(writer, origin, log, info, rules, year=year,
                                        on_stored=None if as_json else _said(announcer(as_json, None), shown,
                                                                             writer, names),
-                                       boot_time_repo=repo if at_boot_time else None)
+                                       boot_time=boot_time)
                 progress = None
             else:
                 assert path is not None
@@ -389,9 +401,11 @@ def _ingest_all(logs: tuple[str, ...], commit: str | None, image: str | None, la
                                      name=source_name,
                                      on_stored=None if as_json else _said(say, shown, writer, names),
                                      started=started if i == 0 else None,
-                                     per_boot=per_boot_commit(repo, info) if repo and at_boot_time else None)
+                                     per_boot=boot_time)
             if progress:
                 progress.done()
+            if boot_time is not None and boot_time.missed:
+                echo_no_commit(shown, boot_time.repo, boot_time.missed)
             if not as_json and not result.error:  # read once per deploy, however many inputs name it
                 unknown = [d for d in result.existing_deploys if d not in names]
                 names.update(deploy_names(writer, unknown))
@@ -429,7 +443,7 @@ def _said(say: Any, shown: str, writer: Any, names: dict[int, str]) -> Any:
         if deploy is not None and deploy not in names:
             names.update(deploy_names(writer, [deploy]))
         say(stored_boot(bid, boot, shown, names.get(deploy) if deploy is not None else None,
-                        told.get("superseded")))
+                        told.get("superseded"), told.get("reference_moved")))
 
     return said
 
@@ -503,11 +517,14 @@ def _boot_count(ledger) -> int:
 @main.command()
 @click.argument("boot", shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
 @format_option()
+@redact_option
 @db_option
-def show(boot: str, fmt: str, db: str | None) -> None:
+def show(boot: str, fmt: str, no_redact: bool, db: str | None) -> None:
     """Every fact of one boot with its line number and raw line, the shape, the failures.
 
     BOOT is a boot id, or a deploy (commit/digest prefix or label) for its latest boot.
+    Secrets (keys, tokens, passwords), home paths and private addresses are redacted unless
+    --no-redact.
 
     \b
     Examples:
@@ -519,18 +536,20 @@ def show(boot: str, fmt: str, db: str | None) -> None:
 
     with _reading(db) as ledger:
         obj = show_boot(ledger, boot)
-    echo_show(obj, fmt)
+    echo_show(obj, fmt, redact=not no_redact)
 
 
 @main.command()
 @click.argument("boots", nargs=-1, metavar="[BOOT...]",
                 shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
 @format_option("json", ("json", "jsonl", "csv"))
+@redact_option
 @db_option
-def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
+def export(boots: tuple[str, ...], fmt: str, no_redact: bool, db: str | None) -> None:
     """Export boots (all, oldest first, or the ones named) as JSON, JSON lines or CSV facts.
 
-    The JSON objects are a stable contract, documented in docs/output-contract.md.
+    The JSON objects are a stable contract, documented in docs/output-contract.md.  Secrets
+    (keys, tokens, passwords), home paths and private addresses are redacted unless --no-redact.
 
     \b
     Examples:
@@ -544,7 +563,7 @@ def export(boots: tuple[str, ...], fmt: str, db: str | None) -> None:
 
     # written as they are read: memory stays flat however many boots the ledger holds
     with _reading(db) as ledger:
-        echo(export_pieces(iter_export(ledger, list(boots) or None), fmt))
+        echo(export_pieces(iter_export(ledger, list(boots) or None), fmt, redact=not no_redact))
 
 
 @main.command()
@@ -581,8 +600,9 @@ def sql(query: str, fmt: str, timeout: float, db: str | None) -> None:
 @click.argument("b", shell_complete=lambda ctx, param, incomplete: _complete_boots(ctx, incomplete))
 @click.option("--all", "show_all", is_flag=True, help="Also list the rows that did not change.")
 @format_option()
+@redact_option
 @db_option
-def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
+def diff(a: str, b: str, show_all: bool, fmt: str, no_redact: bool, db: str | None) -> None:
     """Compare two boots, or two deploys' latest ready boots.
 
     A and B are boot ids, commit or digest prefixes, or labels; a deploy means its latest ready
@@ -590,7 +610,8 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
     passed over).  Beside the facts that changed: the derived rows (bytes per KV token, the KV
     pool, the capacity contract and its margin, the ceilings' margins, every verdict).  Shape
     keys printed on one side only are counted; --all lists them and the unchanged rows.
-    Markdown is for pasting into a commit message.
+    Markdown is for pasting into a commit message: every format leaves out secrets (keys,
+    tokens, passwords), home paths and private addresses unless --no-redact.
 
     \b
     Examples:
@@ -603,7 +624,7 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
 
     with _reading(db) as ledger:
         result = diff_boots(ledger, a, b, show_all)
-    click.echo(diff_text(result, fmt))
+    click.echo(diff_text(result, fmt, redact=not no_redact))
 
 
 @main.command()
@@ -612,8 +633,7 @@ def diff(a: str, b: str, show_all: bool, fmt: str, db: str | None) -> None:
 @click.option("--all", "show_all", is_flag=True, help="Also list shape keys printed on one side only, and unchanged ones.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "trailers", "json"]), default="text",
               show_default=True, help="text, markdown, git trailers, or the report object as JSON.")
-@click.option("--no-redact", "no_redact", is_flag=True,
-              help="Keep paths under $HOME, host names and token-like strings (redacted by default).")
+@redact_option
 @click.option("--max-decode-drop", default="3%", show_default=True, metavar="PCT",
               help="The decode drop against B beyond which the decode line says 'slower'.")
 @click.option("--hook", is_flag=True, help="Print a prepare-commit-msg hook that appends the trailers for HEAD.")
@@ -627,7 +647,8 @@ def note(a: str | None, b: str | None, show_all: bool, fmt: str, no_redact: bool
     Prints what changed in the shape, bytes per KV token per rank, the KV pool, tokens and
     concurrency, the capacity contract and its margin, the ceilings, every verdict, decode
     against B, and the source lines; --format trailers prints git trailers (docs/notes.md).
-    Paths under $HOME, host names and token-like strings are redacted unless --no-redact.
+    Secrets (keys, tokens, passwords, URL userinfo), home paths, private addresses and host
+    names are redacted unless --no-redact.
 
     \b
     Examples:
@@ -887,7 +908,7 @@ def deploy_label(deploy_ref: str, new_label: str, db: str | None) -> None:
 
 @deploy.command("move")
 @click.argument("refs", nargs=-1, required=True, metavar="BOOT... [DEPLOY]")
-@click.option("--commit", help="Move to the deploy of this commit (created if the ledger has none).")
+@click.option("--commit", help="Move to the deploy of this commit (a short sha finds it; created if the ledger has none).")
 @click.option("--image", help="... and this image digest (sha256:<64 hex>).")
 @click.option("--label", help="... labelled so (a new deploy), or checked against its label.")
 @click.option("--relabel", is_flag=True, help="Let --label rename the deploy that --commit/--image name.")
@@ -896,9 +917,11 @@ def deploy_move(refs: tuple[str, ...], commit: str | None, image: str | None, la
                 db: str | None) -> None:
     """Give boots another deploy: fix a boot ingested with no identity, or with the wrong one.
 
-    The last argument is the deploy (deploy:N as deploy list shows it, a label, a commit or
-    digest prefix) unless --commit / --image name it instead.  All the boots move in one
-    transaction, or none; their verdicts, group references and the web view follow them.
+    The last argument is the deploy (any name deploy list or history prints, deploy:N, a label,
+    a commit or digest prefix) unless --commit / --image name it instead: the deploy whose
+    commit begins with that sha (made if there is none).  All the boots move in one
+    transaction, or none; their verdicts, group references and the web view follow them.  A
+    deploy left with no boots can be removed: ledger deploy rm.
 
     \b
     Examples:
@@ -924,6 +947,27 @@ def deploy_move(refs: tuple[str, ...], commit: str | None, image: str | None, la
 
     for line in moved_lines(report):
         click.echo(line)
+
+
+@deploy.command("rm")
+@_deploy_arg
+@db_option
+def deploy_rm(deploy_ref: str, db: str | None) -> None:
+    """Remove a deploy that has no boots (one that deploy move left empty), with its settings.
+
+    A deploy that still has boots is refused: move them (ledger deploy move) or remove them
+    (ledger rm) first.
+
+    \b
+    Example:
+      ledger deploy rm deploy:3
+    """
+    from .deploys import remove_deploy
+    from .render.deploys import deploy_removed
+
+    with _writing(db) as ledger:
+        name = remove_deploy(ledger, deploy_ref)
+    click.echo(deploy_removed(name))
 
 
 @deploy.command("list")
@@ -1147,8 +1191,11 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
     def note(what: Any) -> None:
         click.echo(note_text(what), err=True)
 
+    from .db.location import resolve_url, sqlite_file
+
+    db_url = _db(db)
     follower, name, origin = follower_for(source, container, runtime, unit, journal_since, note, journal_files,
-                                          journal_dir)
+                                          journal_dir, ledger=sqlite_file(resolve_url(db_url)))
     dirty = None
     if repo:
         from .ingest import repo_state
@@ -1168,7 +1215,6 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
 
     settings = Settings(name, info, dict(origin.facts) if origin is not None else {}, thresholds, year,
                         commit_seconds=every, commit_samples=commit_samples)
-    db_url = _db(db)
     try:
         summary = Watch(lambda: open_writer(db_url), follower, settings, rules, emit, note).run()
     finally:
@@ -1265,12 +1311,16 @@ def plot_deploy_cmd(deploy_ref: str, output: str, db: str | None) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (only this machine by default).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@redact_option
 @db_option
-def serve(host: str, port: int, db: str | None) -> None:
+def serve(host: str, port: int, no_redact: bool, db: str | None) -> None:
     """Serve the ledger, read-only, to a browser: deploys, a deploy's boots over time, a boot's
     evidence, verdicts and runtime charts, diffs; /api/... gives each page as JSON.
 
     Needs the 'serve' extra (pip install 'vllm-ledger[serve]'). Ctrl-C stops it.
+
+    The diff and boot pages (and their JSON) leave out secrets (keys, tokens, passwords), home
+    paths and private addresses unless --no-redact.
 
     \b
     Examples:
@@ -1279,7 +1329,7 @@ def serve(host: str, port: int, db: str | None) -> None:
     """
     from .serve import run
 
-    run(_db(db), host, port, echo=click.echo)
+    run(_db(db), host, port, echo=click.echo, redact=not no_redact)
 
 
 # -- grammar packs ----------------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: De
         dest, _ = _one_deploy(ledger, target)
     else:
         assert info is not None
-        dest = info
+        dest = _deploy_of_identity(ledger, info)
     from .db.writes import move_boots
 
     with ledger.writer() as writer:
@@ -154,6 +154,49 @@ def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: De
                  for d in {deploy, *came_from}}
     return {"boots": sorted(int(r) for r in set(refs)), "deploy": names[deploy],
             "from": [{"deploy": names[d], "boots": b} for d, b in sorted(came_from.items())]}
+
+
+def _deploy_of_identity(ledger: Ledger, info: DeployInfo) -> int | DeployInfo:
+    """The deploy ``--commit``/``--image`` name: the one whose commit begins with the sha given
+    (or the sha given with its commit: a short sha stored) and whose image is the one given, if
+    any — ``deploy move --commit 4f1c2e9`` finds the deploy ingested with the full sha; its
+    ``--label`` is checked against it (renamed with ``--relabel``).  ``info`` itself when no
+    deploy has that commit: the deploy is made.  Several: an error naming each."""
+    if not info.commit:
+        return info
+    from .queries import more_than_one, resolve_deploys
+
+    with ledger.reading() as s:
+        found = [d for d in resolve_deploys(s, info.commit)
+                 if d.commit_sha and (d.commit_sha.startswith(info.commit) or info.commit.startswith(d.commit_sha))
+                 and (info.image is None or d.image_digest == info.image)]
+        if not found:
+            return info
+        exact = [d for d in found if d.commit_sha == info.commit and d.image_digest == info.image]
+        if len(found) > 1 and not exact:
+            raise LedgerError(more_than_one(f"--commit {info.commit}", found) + " (as DEPLOY); nothing moved")
+        d = (exact or found)[0]
+    if info.label and d.label != info.label:
+        if d.label and not info.relabel:
+            from .db.writes import label_conflict
+
+            raise LedgerError(label_conflict(d.id, d.label, info.label))
+        from .db.writes import set_deploy_label
+
+        with ledger.writer() as writer:
+            set_deploy_label(writer, d.id, info.label)
+    return d.id
+
+
+def remove_deploy(ledger: Ledger, ref: str) -> str:
+    """``ledger deploy rm``: remove a deploy that has no boots (left empty by ``deploy move``)
+    with its settings; refused while it has boots.  Its name as it was (``deploy:N (name)``)."""
+    from .db.writes import delete_deploy
+
+    d_id, name = _one_deploy(ledger, ref)
+    with ledger.writer() as writer:
+        delete_deploy(writer, d_id)
+    return f"deploy:{d_id} ({name.strip('()')})"
 
 
 def describe_boots(ledger: Ledger, refs: list[str]) -> list[dict[str, Any]]:

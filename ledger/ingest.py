@@ -61,10 +61,12 @@ class IdRuns:
 
 
 def stored_boot(bid: int, boot: parsers.Boot, path: str, deploy: str | None = None,
-                supersedes: list[int] | None = None) -> dict[str, Any]:
+                supersedes: list[int] | None = None, reference_moved: dict[str, Any] | None = None
+                ) -> dict[str, Any]:
     """What ``ledger ingest`` says of a boot it stored: id, outcome, engine, the headline figures
     (the boot's summary of each: None when not printed), failures, where in the input, the
-    deploy it went to (``deploy:N (name)``) and the shorter versions of it it replaced."""
+    deploy it went to (``deploy:N (name)``), the shorter versions of it it replaced, and the
+    boot whose place as its group's KV reference it took (``writes.reference_moved``)."""
     from ledger.parsers.vocabulary import FactName
 
     def figure(*names: FactName) -> float | None:
@@ -80,7 +82,7 @@ def stored_boot(bid: int, boot: parsers.Boot, path: str, deploy: str | None = No
             "model_weights_bytes": figure(FactName.model_weights_bytes),
             "failures": [{"kind": f.kind, "phase": f.phase} for f in boot.failures],
             "path": path, "first_line": boot.first_line, "last_line": boot.last_line,
-            "deploy": deploy, "supersedes": list(supersedes or [])}
+            "deploy": deploy, "supersedes": list(supersedes or []), "reference_moved": reference_moved}
 
 
 def start_parse(path: str, rules: RuleSet | None = None, year: int | None = None,
@@ -242,12 +244,12 @@ def origin_log(origin: Origin) -> Iterator[tuple[str, list[tuple[int, int]]]]:
 def ingest_origin(writer: Writer, origin: Origin, log: tuple[str, list[tuple[int, int]]], info: DeployInfo,
                   rules: RuleSet | None = None, year: int | None = None,
                   on_stored: OnStored | None = None,
-                  boot_time_repo: str | None = None) -> FileResult:
+                  boot_time: AtBootTime | None = None) -> FileResult:
     """Store a container's or a unit's log (``origin_log``) as one input named
     ``origin.source_name``: each run of the container (each invocation of the unit) is a boot
     of its own; every boot carries the origin's facts and its run's number (``boot_origin``);
-    the deploy's image is the container's unless ``info`` names one.  ``boot_time_repo``: a
-    deploy repo whose commit at each boot's start is that boot's (``commit_at``)."""
+    the deploy's image is the container's unless ``info`` names one.  ``boot_time``: each
+    boot's commit is the deploy repo's at its start (``AtBootTime``)."""
     from .db.writes import DeployInfo
 
     path, starts = log
@@ -257,24 +259,40 @@ def ingest_origin(writer: Writer, origin: Origin, log: tuple[str, list[tuple[int
     def per_boot(boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
         k = bisect.bisect_right(lines, boot.first_line)  # the run starts at or before the boot
         facts = {**origin.facts, "run": str(starts[k - 1][1] + 1 if k else 1)}
-        if boot_time_repo is None:
+        if boot_time is None:
             return base, facts
-        return DeployInfo(commit_at(boot_time_repo, boot.started_at), base.image, base.label, None,
-                          base.relabel), facts
+        return DeployInfo(boot_time.commit(boot), base.image, base.label, None, base.relabel), facts
 
     return ingest_file(writer, path, info, rules, year, on_stored, per_boot=per_boot,
                        name=origin.source_name, run_starts=lines)
 
 
-def at_boot_time(repo: str, info: DeployInfo) -> PerBoot:
-    """``per_boot`` for ``--repo DIR --at-boot-time`` on files: each boot's commit is the one of
-    its start (``commit_at``), dirty unknown."""
-    from .db.writes import DeployInfo
+class AtBootTime:
+    """``--repo DIR --at-boot-time``: each boot's commit is the one of its start (``commit_at``),
+    dirty unknown; ``missed`` keeps the boots git found none for (their lines and start), for
+    the ingest to say (they are stored with no commit)."""
 
-    def per_boot(boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
-        return DeployInfo(commit_at(repo, boot.started_at), info.image, info.label, None, info.relabel), {}
+    def __init__(self, repo: str, info: DeployInfo):
+        self.repo, self.info = repo, info
+        self.missed: list[tuple[int, int, str | None]] = []
 
-    return per_boot
+    def commit(self, boot: parsers.Boot) -> str | None:
+        found = commit_at(self.repo, boot.started_at)
+        if found is None:
+            self.missed.append((boot.first_line, boot.last_line, boot.started_at))
+        return found
+
+    def __call__(self, boot: parsers.Boot) -> tuple[DeployInfo, dict[str, str]]:
+        """``per_boot`` for files."""
+        from .db.writes import DeployInfo
+
+        info = self.info
+        return DeployInfo(self.commit(boot), info.image, info.label, None, info.relabel), {}
+
+
+def at_boot_time(repo: str, info: DeployInfo) -> AtBootTime:
+    """``per_boot`` for ``--repo DIR --at-boot-time`` (``AtBootTime``)."""
+    return AtBootTime(repo, info)
 
 
 def commit_at(repo: str, started_at: str | None) -> str | None:

@@ -47,20 +47,30 @@ def add_model(ledger: Ledger, path: str, name: str | None = None) -> dict[str, A
         raise LedgerError("a model name is 1 to 400 characters (as vLLM prints it: model='…')")
     source = f"model add {os.path.abspath(Path(path).expanduser())}"
 
-    def write() -> list[int]:
+    def write() -> tuple[list[int], dict[str, Any] | None]:
         with ledger.writer() as writer, writer.transaction() as cur:
-            put_geometry(writer, cur, name, figures, source, sha)
+            replaced = put_geometry(writer, cur, name, figures, source, sha)
             ids = boots_of_model(writer, cur, name)
             repredict(writer, cur, ids)
-            return ids
+            return ids, replaced
 
-    ids = retrying(write)
+    ids, replaced = retrying(write)
     rows = view_rows(ledger, "kv_formula", ids) if ids else []
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     return {"name": name, **_geometry_summary(figures), "source": source, "config_sha256": sha,
-            "boots": ids, "verdicts": dict(sorted(counts.items()))}
+            "boots": ids, "verdicts": dict(sorted(counts.items())), "replaced": _replaced(replaced, figures)}
+
+
+def _replaced(old: dict[str, Any] | None, figures: dict[str, Any]) -> dict[str, Any] | None:
+    """The geometry ``model add`` replaced under the same name (None: the name was new): where it
+    came from, when, and each summary figure that changed (``{}``: the same geometry)."""
+    if old is None:
+        return None
+    before, after = _geometry_summary(old["figures"]), _geometry_summary(figures)
+    return {"source": old["source"], "config_sha256": old["config_sha256"], "added_at": old["added_at"],
+            "changed": {k: [before[k], after[k]] for k in after if before.get(k) != after[k]}}
 
 
 def _geometry_summary(figures: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, Generic, TypeVar
@@ -88,22 +89,73 @@ def split_selector(ref: str) -> tuple[str, str | None]:
 
 def resolve_side(session: Reader, ref: str, default: str = "latest") -> tuple[Boot, str | None]:
     """``resolve_boot``, and a notice when the boot chosen for a deploy is not its newest
-    (a newer boot that did not come up, or no ready boot at all)."""
+    (a newer boot that did not come up, or no ready boot at all), or when a commit named
+    several deploys and one was chosen (``_of_one_commit``)."""
     ref, which = split_selector(ref)
     number = as_id(ref) if which is None else None
     if number is not None:
         boot = get_boot(session, number)
         if boot is not None:
             return boot, None
-    deploys = resolve_deploys(session, ref)
+    deploys = the_one_printed(resolve_deploys(session, ref), ref)
     if not deploys and deploy_ref(ref) is not None:
         raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
         raise LedgerError(f"{shown(ref)}: no boot or deploy by that id, commit, digest or label")
+    said = None
     if len(deploys) > 1:
-        names = ", ".join(deploy_name(d) for d in deploys[:5])
-        raise LedgerError(f"{shown(ref)}: names more than one deploy ({names}); give more of it")
-    return pick_boot(session, deploys[0], which or default, explicit=which is not None)
+        chosen = _of_one_commit(session, deploys, ref)
+        if chosen is None:
+            raise LedgerError(more_than_one(ref, deploys))
+        said = (f"{shown(ref)} names {len(deploys)} deploys of commit {chosen.commit_sha[:10]} "  # type: ignore[index]
+                f"({names_of(deploys)}): {deploy_name(chosen)} is taken (the"
+                f"{' clean one' if not chosen.dirty and any(d.dirty for d in deploys) else ' one'} with the newest boot)")
+        deploys = [chosen]
+    boot, notice = pick_boot(session, deploys[0], which or default, explicit=which is not None)
+    return boot, "; ".join(n for n in (said, notice) if n) or None
+
+
+def names_of(deploys: list[Deploy]) -> str:
+    """Deploys as a list of references each of them is taken by: their printed names, or
+    ``deploy:N`` where two print alike (two unnamed deploys)."""
+    names = [deploy_name(d) for d in deploys[:5]]
+    if len(set(names)) < len(names):
+        names = [f"deploy:{d.id}" for d in deploys[:5]]
+    return ", ".join(names) + (", …" if len(deploys) > 5 else "")
+
+
+def more_than_one(ref: str, deploys: list[Deploy]) -> str:
+    """The one line that says a reference names several deploys, with a name for each."""
+    return f"{shown(ref)}: names more than one deploy ({names_of(deploys)}); give one of these"
+
+
+def the_one_printed(deploys: list[Deploy], ref: str) -> list[Deploy]:
+    """Of several deploys a reference names (a commit prefix that is also a longer name's
+    start), the one printed as ``ref`` when there is one; else all of them."""
+    if len(deploys) > 1:
+        printed = [d for d in deploys if deploy_name(d) == ref.strip()]
+        if len(printed) == 1:
+            return printed
+    return deploys
+
+
+def _of_one_commit(session: Reader, deploys: list[Deploy], ref: str) -> Deploy | None:
+    """When ``ref`` is a commit (hex) and every deploy it names is of that one commit (another
+    image, a dirty tree, a short sha stored): the one a commit means — a clean one if there is
+    one, of those the one with the newest boot (the commit hook's HEAD, ``note <full sha>``).
+    None when the deploys are of different commits (a prefix too short: more of it is needed)."""
+    ref = ref.strip().lower()
+    shas = [d.commit_sha or "" for d in deploys]
+    if not _HEX_SHA.match(ref) or not all(shas):
+        return None
+    longest = max(shas, key=len)
+    if not all(longest.startswith(c) for c in shas):
+        return None
+    clean = [d for d in deploys if not d.dirty] or deploys
+    newest = [(b.started_at or "", b.id, d) for d in clean if (b := latest_boot(session, d.id)) is not None]
+    if not newest:
+        return clean[0]
+    return max(newest, key=lambda t: (t[0], t[1]))[2]
 
 
 def pick_boot(session: Reader, deploy: Deploy, which: str, explicit: bool = False) -> tuple[Boot, str | None]:
@@ -131,23 +183,33 @@ def pick_boot(session: Reader, deploy: Deploy, which: str, explicit: bool = Fals
     return ready, None
 
 
-def deploy_ref(ref: str) -> int | None:
-    """The id a ``deploy:N`` reference names (``deploy list``'s deploy column), else None (a
-    commit, a digest, a label).  The one place the form is read: a selector after the id
-    (``deploy:3@ready``) is split off before (``ref.partition("@")``), by whoever reads it.
+_DEPLOY_REF = re.compile(r"deploy:(\d{1,19})(?:\s+\(.*\))?", re.DOTALL)
+_HEX_SHA = re.compile(r"[0-9a-f]{7,64}")
+UNNAMED = "(unnamed)"  # deploy_name of a deploy with no label, commit or image
 
-    >>> deploy_ref("deploy:3"), deploy_ref("qwen-fp8"), deploy_ref("deploy:x")
-    (3, None, None)
+
+def deploy_ref(ref: str) -> int | None:
+    """The id a ``deploy:N`` reference names (``deploy list``'s deploy column; ``deploy:N
+    (name)`` as ``ingest`` and ``deploy move`` print it), else None (a commit, a digest, a
+    label).  The one place the form is read: a selector after the id (``deploy:3@ready``) is
+    split off before (``ref.partition("@")``), by whoever reads it.
+
+    >>> deploy_ref("deploy:3"), deploy_ref("deploy:3 (qwen-fp8)"), deploy_ref("qwen-fp8"), deploy_ref("deploy:x")
+    (3, 3, None, None)
     """
-    head, sep, number = ref.strip().partition(":")
-    if head == "deploy" and sep and number.isdigit() and int(number) <= MAX_FIGURE:
-        return int(number)
+    found = _DEPLOY_REF.fullmatch(ref.strip())
+    if found is not None and int(found.group(1)) <= MAX_FIGURE:
+        return int(found.group(1))
     return None
 
 
 def resolve_deploys(session: Reader, ref: str) -> list[Deploy]:
-    """The deploys ``ref`` names: ``deploy:N`` (its id), else a label, else a commit or image
-    digest prefix (a label that matches wins)."""
+    """The deploys ``ref`` names — every name the ledger prints for a deploy is taken back:
+    ``deploy:N`` or ``deploy:N (name)`` (its id); else a label; else a commit or image digest
+    prefix, or a commit the ref begins with (a short sha stored, the full one given); else a
+    name as ``deploy_name`` prints it (``qwen-fp8 / fe20ea6cc4 / da402966aaaa``,
+    ``fe20ea6cc4+dirty``, ``(unnamed)``).  A label that matches wins over a prefix; of several
+    found, ``the_one_printed`` keeps the one printed as ``ref`` where a single deploy is wanted."""
     ref = ref.strip()
     if not ref:
         return []
@@ -160,9 +222,17 @@ def resolve_deploys(session: Reader, ref: str) -> list[Deploy]:
     if len(ref) >= 4:  # a prefix: LIKE with its wildcards escaped
         where += " OR commit_sha LIKE :commit ESCAPE '/' OR image_digest LIKE :digest ESCAPE '/'"
         params.update(commit=_like_prefix(ref), digest=_like_prefix(digest))
+    if _HEX_SHA.fullmatch(ref.lower()):  # a longer sha than the one stored (--commit <short sha>)
+        where += (" OR (length(commit_sha) >= 7 AND length(commit_sha) < length(:sha)"
+                  " AND substr(:sha, 1, length(commit_sha)) = commit_sha)")
+        params["sha"] = ref.lower()
     found = deploys_where(session, where, params)
     exact = [d for d in found if d.label == ref]
-    return exact or found
+    if exact or found:
+        return exact or found
+    if " / " in ref or ref.endswith("+dirty") or ref == UNNAMED:
+        return [d for d in deploys_where(session) if deploy_name(d) == ref]
+    return []
 
 
 def _like_prefix(text: str) -> str:
@@ -178,13 +248,13 @@ def one_deploy(session: Reader, ref: str, by_id: bool = False) -> Deploy:
         d = get_deploy(session, number)
         if d is not None:
             return d
-    deploys = resolve_deploys(session, ref)
+    deploys = the_one_printed(resolve_deploys(session, ref), ref)
     if not deploys and deploy_ref(ref) is not None:
         raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
     if not deploys:
         raise LedgerError(f"{shown(ref)}: no deploy by that {'id, ' if by_id else ''}commit, digest or label")
     if len(deploys) > 1:
-        raise LedgerError(f"{shown(ref)}: names more than one deploy; give more of it")
+        raise LedgerError(more_than_one(ref, deploys))
     return deploys[0]
 
 
@@ -230,6 +300,8 @@ def latest_boot(session: Reader, deploy_id: int, outcome: str | None = None) -> 
 
 
 def deploy_name(d: Deploy) -> str:
+    """How a deploy is printed (history, deploy list, diff, the web's lists): its label, commit
+    (``+dirty``) and image digest, short, or ``(unnamed)``; ``resolve_deploys`` takes it back."""
     parts = []
     if d.label:
         parts.append(d.label)
@@ -237,7 +309,7 @@ def deploy_name(d: Deploy) -> str:
         parts.append(d.commit_sha[:10] + ("+dirty" if d.dirty else ""))
     if d.image_digest:
         parts.append(d.image_digest.removeprefix("sha256:")[:12])
-    return " / ".join(parts) or "(unnamed)"
+    return " / ".join(parts) or UNNAMED
 
 
 # -- summaries ----------------------------------------------------------------------------------

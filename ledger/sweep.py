@@ -117,11 +117,15 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
     ended = survival(ledger, boot_ids)
     rows = []
     others: dict[str, set[str]] = {k: set() for k in KNOBS if k != knob}
+    knobs: dict[str, set[str]] = {k: set() for k in KNOBS}  # each knob's values over every boot swept
     with ledger.reading() as s:
         params = {}
         boots = with_children(s, boots_where(s, f"id IN {in_list('b', boot_ids, params)}", params))
         for b in boots:
             shape = {sh.key: json.loads(sh.value) for sh in b.shape}
+            for k in knobs:
+                if k in shape:
+                    knobs[k].add(json.dumps(shape[k]))
             d = derived[b.id]
             value = shape.get(knob, d.get(knob) if knob in ("max_model_len", "max_num_seqs") else None)
             if value is None:
@@ -137,6 +141,12 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
                          "contract_tokens": d.get("contract_tokens"), "margin_tokens": d.get("margin_tokens"),
                          "contract": d["verdicts"].get("capacity"), "started_at": iso(b.started_at),
                          "_id": b.id})
+    if not rows:
+        varying = [k for k in KNOBS if len(knobs[k]) > 1]
+        n = len(boot_ids)
+        raise LedgerError(f"{knob}: none of these {n} boot{'s' if n != 1 else ''} prints that knob; the knobs that "
+                          f"vary between them: {', '.join(varying) or 'none of ' + ', '.join(KNOBS)} "
+                          "(a boot's shape keys: ledger show BOOT)")
     for r in rows:
         bid = r.pop("_id")
         r["decode_tps"] = decode_figure(ledger, bid)["median_tps"] if r["outcome"] in CAME_UP else None
@@ -151,12 +161,20 @@ def sweep(ledger: Ledger, knob: str, deploys: list[str] | None = None, group: st
 
 def frontier(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The largest value that came up and did not crash, and the smallest that did not come up
-    or crashed at runtime (numeric values only)."""
+    or crashed at runtime (numeric values only);
+    none when the knob does not vary (``varies``: every boot has one value, which is
+    ``value``)."""
+    if len({json.dumps(r["value"], sort_keys=True) for r in rows}) < 2:
+        return {"varies": False, "value": rows[0]["value"] if rows else None, "boots": len(rows),
+                "largest_passing": None, "largest_passing_boot": None, "largest_passing_outcome": None,
+                "largest_passing_failure": None, "smallest_failing": None, "smallest_failing_boot": None,
+                "smallest_failing_failure": None, "smallest_failing_outcome": None, "monotone": None}
     passing = [r for r in rows if r["passed"] and _number(r["value"]) is not None]
     failing = [r for r in rows if not r["passed"] and _number(r["value"]) is not None]
     best = max(passing, key=lambda r: _number(r["value"]) or 0, default=None)
     worst = min(failing, key=lambda r: _number(r["value"]) or 0, default=None)
     return {
+        "varies": True,
         "largest_passing": best["value"] if best else None,
         "largest_passing_boot": best["boot"] if best else None,
         "largest_passing_outcome": best["outcome"] if best else None,

@@ -150,9 +150,14 @@ def geometry_for(writer: Writer, cur: Any, model: str) -> tuple[str | None, dict
 
 
 def put_geometry(writer: Writer, cur: Any, name: str, figures: dict[str, Any], source: str,
-                 sha256: str | None) -> None:
-    """Record (or replace) a model's geometry, in the caller's transaction."""
+                 sha256: str | None) -> dict[str, Any] | None:
+    """Record (or replace) a model's geometry, in the caller's transaction; the one it replaced
+    (its figures, where it came from and when), or None."""
     q = writer.mark
+    cur.execute(f"SELECT figures, source, config_sha256, added_at FROM model_geometry WHERE name = {q}", (name,))
+    row = cur.fetchone()
+    replaced = None if row is None else {"figures": json.loads(row[0]) if row[0] else {}, "source": row[1],
+                                         "config_sha256": row[2], "added_at": row[3]}
     cur.execute(f"DELETE FROM model_geometry WHERE name = {q}", (name,))
     row = {"name": name, "layout": figures.get("layout"), "architecture": figures.get("architecture"),
            "layers": figures.get("layers"), "attn_layers": figures.get("attn_layers"),
@@ -163,6 +168,7 @@ def put_geometry(writer: Writer, cur: Any, name: str, figures: dict[str, Any], s
     cols = ", ".join(f'"{c}"' for c in GEOMETRY_COLUMNS)
     cur.execute(f"INSERT INTO model_geometry ({cols}) VALUES ({', '.join([q] * len(GEOMETRY_COLUMNS))})",
                 tuple(row[c] for c in GEOMETRY_COLUMNS))
+    return replaced
 
 
 def record_kv_formula(writer: Writer, cur: Any, boot_id: int, known: Known | None = None) -> None:

@@ -277,8 +277,11 @@ def _store_boot_once(writer: Writer, cur: Any, boot: parsers.Boot, source_path: 
     if origin:
         writer.insert_many(cur, "boot_origin", ["boot_id", "key", "value"],
                            [(bid, key, value) for key, value in origin.items()])
+    moved = reference_moved(writer, cur, bid, earlier)
     _supersede(writer, cur, earlier, bid)
     told["deploy"], told["superseded"] = deploy, earlier
+    if moved is not None:
+        told["reference_moved"] = moved
     samples = SampleSpool()
     samples.add(boot.runtime)  # samples the parser kept (no sink)
     spools = [(spool, attached)] if spool is not None else []
@@ -506,6 +509,27 @@ _CANDIDATE = ("INSERT INTO kv_reference_candidate (boot_id, group_key, sort_at) 
               "WHERE boot_id = {mark} AND outcome = 'ready' AND group_key IS NOT NULL")
 
 
+def reference_moved(writer: Writer, cur: Any, boot_id: int, superseded: list[int]) -> dict[str, Any] | None:
+    """Whether the boot just written takes its group's KV reference from another boot (the
+    earliest ready boot of the group: an older boot that arrives later moves it): the boot that
+    was the reference, when each started, and that boot's deploy (where a pin keeps it).  None
+    when nothing moved, or the boot replaced is the same boot read again as its log grew."""
+    q = writer.mark
+    cur.execute(f"SELECT group_key, sort_at FROM kv_reference_candidate WHERE boot_id = {q}", (boot_id,))
+    mine = cur.fetchone()
+    if mine is None:
+        return None
+    cur.execute(f"SELECT c.boot_id, c.sort_at, b.deploy_id, d.label FROM kv_reference_candidate c "
+                f"JOIN boot b ON b.id = c.boot_id JOIN deploy d ON d.id = b.deploy_id "
+                f"WHERE c.group_key = {q} AND c.boot_id <> {q} ORDER BY c.sort_at, c.boot_id LIMIT 1",
+                (mine[0], boot_id))
+    was = cur.fetchone()
+    if was is None or was[0] in superseded or (mine[1], boot_id) > (was[1], was[0]):
+        return None
+    return {"boot": was[0], "started_at": was[1], "deploy": was[2], "deploy_label": was[3],
+            "group_key": mine[0], "now_started_at": mine[1]}
+
+
 def record_kv_candidate(writer: Writer, cur: Any, boot_id: int) -> None:
     """Make the boot a candidate reference of its group if it is one (``kv_reference``): in the
     transaction that writes its shape and facts, or that changes them (delete its row first)."""
@@ -636,6 +660,24 @@ def move_boots(writer: Writer, boot_ids: list[int], target: int | DeployInfo) ->
             return deploy, origins
 
     return retrying(write)
+
+
+def delete_deploy(writer: Writer, deploy: int) -> None:
+    """Remove a deploy with no boots, and its settings, in one transaction; refused (nothing
+    removed) while boots are of it."""
+    q = writer.mark
+
+    def write() -> None:
+        with writer.transaction() as cur:
+            cur.execute(f"SELECT count(*) FROM boot WHERE deploy_id = {q}", (deploy,))
+            n = cur.fetchone()[0]
+            if n:
+                raise LedgerError(f"deploy:{deploy} has {n} boot{'s' if n != 1 else ''} (ledger deploy move them "
+                                  "to another deploy, or ledger rm them, first); nothing removed")
+            cur.execute(f"DELETE FROM deploy_setting WHERE deploy_id = {q}", (deploy,))
+            cur.execute(f"DELETE FROM deploy WHERE id = {q}", (deploy,))
+
+    retrying(write)
 
 
 # every table that holds a boot's rows: the tables with a boot_id column (from the models)

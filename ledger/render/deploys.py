@@ -56,6 +56,10 @@ def rm_done(n: int) -> str:
     return f"removed {_boots(n)}"
 
 
+def deploy_removed(name: str) -> str:
+    return f"{name}: removed"
+
+
 def moved_lines(report: dict[str, Any]) -> Iterator[str]:
     """``ledger deploy move``: a line per deploy the boots left, ``boots 7, 8: a -> b``."""
     for moved in report["from"]:

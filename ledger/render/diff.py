@@ -25,11 +25,14 @@ def diff_rows(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def diff_text(result: Any, fmt: str) -> str:
-    """``ledger diff --format fmt``: a table fitted to the terminal."""
+def diff_text(result: Any, fmt: str, redact: bool = True) -> str:
+    """``ledger diff --format fmt``: a table fitted to the terminal; every format redacted
+    (``ledger.render.redact``) unless told not to."""
     from . import terminal
+    from .redact import redactor
 
-    return render_diff(result, fmt, width=terminal.width() if fmt == "table" else None)
+    obj = redactor(redact)(result.to_json() if hasattr(result, "to_json") else result)
+    return render_diff(obj, fmt, width=terminal.width() if fmt == "table" else None)
 
 
 def fact_text(value: Any, unit: str, precision: float | None = None, sign: bool = False) -> str:

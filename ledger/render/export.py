@@ -25,10 +25,15 @@ def facts_csv(objs: Iterable[dict[str, Any]]) -> Iterator[str]:
             yield "\n".join(line for r in rows for line in w.row(r))
 
 
-def export_pieces(objs: Iterable[dict[str, Any]], fmt: str) -> Iterator[str]:
-    """The export objects in ``fmt`` (json, jsonl, csv), a piece at a time."""
+def export_pieces(objs: Iterable[dict[str, Any]], fmt: str, redact: bool = False) -> Iterator[str]:
+    """The export objects in ``fmt`` (json, jsonl, csv), a piece at a time; ``ledger export``
+    redacts them (``ledger.render.redact``) unless ``--no-redact``."""
     from . import json_array_pieces
 
+    if redact:
+        from .redact import Redactor
+
+        objs = map(Redactor(), objs)
     if fmt == "json":
         yield from json_array_pieces(objs)
     elif fmt == "jsonl":

@@ -23,8 +23,13 @@ def render_model_added(obj: dict[str, Any]) -> str:
     again = (f"{len(boots)} boot{'s' if len(boots) != 1 else ''} predicted again ({verdicts}): "
              + ", ".join(str(b) for b in boots[:20]) + (" …" if len(boots) > 20 else "")) if boots else \
         "no boot of this model in the ledger yet"
-    return "\n".join([f"model {obj['name']}", f"  geometry  {geometry_text(obj)}", f"  from      {obj['source']}",
-                      f"  boots     {again}"])
+    lines = [f"model {obj['name']}", f"  geometry  {geometry_text(obj)}", f"  from      {obj['source']}"]
+    old = obj.get("replaced")
+    if old is not None:
+        changed = "; ".join(f"{k} {'—' if a is None else a} -> {'—' if b is None else b}"
+                            for k, (a, b) in old["changed"].items()) or "the same geometry"
+        lines.append(f"  replaces  the geometry from {old['source']} ({old['added_at']}): {changed}")
+    return "\n".join([*lines, f"  boots     {again}"])
 
 
 def human_model(row: dict[str, Any]) -> dict[str, Any]:

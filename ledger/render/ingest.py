@@ -31,14 +31,40 @@ def boot_line(b: dict[str, Any]) -> str:
     if b.get("supersedes"):
         # a log that grew (a container still running): the boot read again, longer
         parts.append(f"supersedes boot {', '.join(map(str, b['supersedes']))} (the same boot, read again as it grew)")
+    moved = b.get("reference_moved")
+    if moved:
+        parts.append(reference_moved_text(moved))
     from .terminal import width
     from .wrap import wrap_parts
 
     return wrap_parts(parts, width())
 
 
+def reference_moved_text(moved: dict[str, Any]) -> str:
+    """A stored boot that took its group's KV reference from another: which, why (the group's
+    reference is its earliest ready boot), and how to keep the one it was."""
+    import shlex
+
+    was = moved["boot"]
+    deploy = shlex.quote(moved["deploy_label"]) if moved.get("deploy_label") else f"deploy:{moved['deploy']}"
+    return (f"now its group's KV reference in place of boot {was} (the earliest ready boot is the reference: "
+            f"this one started {moved['now_started_at']}, boot {was} {moved['started_at']}); "
+            f"ledger deploy set {deploy} kv_reference_boot={was} keeps boot {was}")
+
+
 def _boots(n: int) -> str:
     return f"{n} boot{'s' if n != 1 else ''}"
+
+
+def echo_no_commit(shown: str, repo: str, missed: list[tuple[int, int, str | None]]) -> None:
+    """``--at-boot-time``: the boots git found no commit of the repo for at their start (stderr);
+    they are stored with no commit."""
+    n = len(missed)
+    which = "; ".join(f"lines {first}-{last}, " + (f"started {started.replace('T', ' ')}: before the repo's first "
+                                                    "commit" if started else "no start time printed")
+                      for first, last, started in missed[:3]) + ("; …" if n > 3 else "")
+    click.echo(f"warning: {shown}: {_boots(n)} {'has' if n == 1 else 'have'} no commit of {repo} at "
+               f"{'its' if n == 1 else 'their'} start ({which}); stored with no commit", err=True)
 
 
 def echo_origin_warnings(shown: str, warnings: list[str]) -> None:

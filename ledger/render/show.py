@@ -104,12 +104,15 @@ def show_text(obj: dict[str, Any], fmt: str, width: int | None = None, colour: b
     return document(obj, fmt, lambda o: render_show(o, markdown=True))
 
 
-def echo_show(obj: dict[str, Any], fmt: str) -> None:
-    """Print the boot; a table is fitted to the terminal and paged when it is longer."""
+def echo_show(obj: dict[str, Any], fmt: str, redact: bool = True) -> None:
+    """Print the boot, redacted unless told not to (``ledger.render.redact``); a table is fitted
+    to the terminal and paged when it is longer."""
     import click
 
     from . import terminal
+    from .redact import redactor
 
+    obj = redactor(redact)(obj)
     if fmt == "table":
         terminal.echo_long(show_text(obj, fmt, terminal.width(), terminal.colour()))
     else:

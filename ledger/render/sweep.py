@@ -61,6 +61,13 @@ def _failing_text(obj: dict[str, Any]) -> str:
 
 def frontier_text(obj: dict[str, Any]) -> str:
     f, knob = obj["frontier"], obj["knob"]
+    if f.get("varies") is False:
+        others = list(obj["also_varies"])
+        every = "in every boot" if f.get("boots", 2) > 1 else "in the one boot"
+        text = f"frontier: none: {knob} does not vary ({value_text(f.get('value'), knob)} {every})"
+        if others:
+            text += f"; {' and '.join(others)} do{'es' if len(others) == 1 else ''} (ledger sweep {others[0]})"
+        return text
     if f["largest_passing"] is None and f["smallest_failing"] is None:
         return f"frontier: insufficient (no boot with a numeric {knob})"
     parts = []

@@ -148,13 +148,18 @@ def webhook_request(alert: Any, fmt: str) -> tuple[bytes, dict[str, str]]:
 
 def note_text(note: Any) -> str:
     """A note of the watch's own for standard error: a text (a rotation, a database tried
-    again) or a ``SinkFailure`` (an alert --exec or --webhook could not take)."""
+    again) or a ``SinkFailure`` (an alert --exec or --webhook could not take).  Whatever names a
+    webhook or a command says it without its secrets (``ledger.render.redact.secrets_hidden``:
+    a URL's ``user:password@``, ``?token=``, ``?auth=`` …)."""
+    from .redact import secrets_hidden
+
     if isinstance(note, str):
-        return f"ledger watch: {note}"
+        return secrets_hidden(f"ledger watch: {note}")
     if note.sink == "--exec":
-        return f"ledger watch: --exec {note.target!r}: {note.reason}"
+        return secrets_hidden(f"ledger watch: --exec {note.target!r}: {note.reason}")
     tries = f"after {note.tries} tr{'ies' if note.tries != 1 else 'y'}"
-    return f"ledger watch: --webhook {note.target}: {note.reason} ({tries}); the alert was not delivered there"
+    return secrets_hidden(f"ledger watch: --webhook {note.target}: {note.reason} ({tries}); "
+                          "the alert was not delivered there")
 
 
 def summary_text(s: dict[str, Any]) -> str:

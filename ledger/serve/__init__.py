@@ -15,7 +15,7 @@ from ..errors import LedgerError
 NEEDS = "ledger serve needs its extra: pip install 'vllm-ledger[serve]'"
 
 
-def run(db: str | None, host: str, port: int, echo=print) -> None:
+def run(db: str | None, host: str, port: int, echo=print, redact: bool = True) -> None:
     """Open the ledger read-only and serve it until Ctrl-C (or SIGTERM)."""
     try:
         import uvicorn
@@ -28,7 +28,7 @@ def run(db: str | None, host: str, port: int, echo=print) -> None:
     ledger = open_read_only(db)
     try:
         loopback = host in LOOPBACK_NAMES
-        app = create_app(ledger, allowed_hosts=LOOPBACK_NAMES if loopback else None)
+        app = create_app(ledger, allowed_hosts=LOOPBACK_NAMES if loopback else None, redact=redact)
         shown = f"[{host}]" if ":" in host else host
         echo(f"ledger: serving the ledger read-only at http://{shown}:{port}/ (Ctrl-C stops)")
         if not loopback:

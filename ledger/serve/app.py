@@ -106,6 +106,9 @@ class Page:
     # a reference that names nothing is said above the page's form, which keeps what was typed
     # (a 404 still): the HTML only, the JSON answers 404 with the error
     keeps_form: bool = False
+    # a page meant to be pasted (a diff, a boot's evidence): its object is redacted
+    # (ledger.render.redact) unless the server was started with --no-redact
+    pasted: bool = False
 
 
 def _deploy_context(ledger: Ledger, obj: dict[str, Any], ref: str) -> dict[str, Any]:
@@ -141,6 +144,14 @@ def _diff(ledger: Ledger, a: str = "", b: str = "", all: str = "") -> dict[str, 
     return data.diff(ledger, a, b, all == "1") if a and b else None
 
 
+def _markdown(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The diff page's object with the markdown ``ledger diff --format markdown`` prints of it
+    (of the redacted object, when it is)."""
+    from ..render.diff import render_diff
+
+    return None if obj is None else {**obj, "markdown": render_diff(obj, "markdown")}
+
+
 def _diff_context(ledger: Ledger, obj: dict[str, Any] | None, a: str = "", b: str = "", all: str = ""
                   ) -> dict[str, Any]:
     return {"r": obj, "a": a, "b": b, "show_all": all == "1", "boots": queries.diff_choices(ledger),
@@ -157,19 +168,31 @@ PAGES = [
     Page("deploys", "/", "/api/deploys", lambda ledger: queries.deploy_overview(ledger), "deploys.html",
          lambda ledger, obj: {"rows": obj}),
     Page("deploy", "/deploy/{ref}", "/api/deploy/{ref}", queries.deploy_detail, "deploy.html", _deploy_context),
-    Page("boot", "/boot/{ref}", "/api/boot/{ref}", queries.show, "boot.html", _boot_context, view=("engines",)),
+    Page("boot", "/boot/{ref}", "/api/boot/{ref}", queries.show, "boot.html", _boot_context, view=("engines",),
+         pasted=True),
     Page("runtime", None, "/api/boot/{ref}/runtime", _runtime, params=("engines",)),
     Page("diff", "/diff", "/api/diff", _diff, "diff.html", _diff_context, params=("a", "b", "all"),
-         needs=("a", "b"), keeps_form=True),
+         needs=("a", "b"), keeps_form=True, pasted=True),
     Page("check", "/check", "/api/check", _check, "check.html", lambda ledger, obj: {"results": obj}),
 ]
 
 
-def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOnly:
+def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None, redact: bool = True) -> ReadOnly:
     """The application; ``allowed_hosts`` are the Host headers answered (a server on loopback
-    answers only loopback names, so a web page cannot reach it by DNS rebinding)."""
+    answers only loopback names, so a web page cannot reach it by DNS rebinding); the pages
+    meant to be pasted are redacted unless ``redact`` is False (``serve --no-redact``)."""
+    from ..render.redact import redactor
+
     env = _environment()
     cache = data.Cache(ledger)
+    redacted = redactor(redact)
+
+    def made(page: Page, args: dict[str, str]) -> Any:
+        obj = page.data(ledger, **args)
+        if not page.pasted:
+            return obj
+        obj = redacted(obj)
+        return _markdown(obj) if page.name == "diff" else obj
 
     def html(template: str, status: int = 200, **context: Any) -> HTMLResponse:
         text = env.get_template(template).render(ledger_url=ledger.shown, **context)
@@ -189,7 +212,7 @@ def create_app(ledger: Ledger, allowed_hosts: list[str] | None = None) -> ReadOn
                                               "(boot ids, or deploys)"}, status_code=400)
             # database reads and matplotlib block: run them off the event loop
             try:
-                obj = await run_in_threadpool(cache.get, key, lambda: page.data(ledger, **args))
+                obj = await run_in_threadpool(cache.get, key, lambda: made(page, args))
             except LedgerError as exc:
                 if as_json or not page.keeps_form or page.context is None or page.template is None:
                     raise

@@ -29,7 +29,6 @@ from ..queries import (
     resolve_boot,
     watched,
 )
-from ..render.diff import render_diff
 from ..runtime import runtime_report
 from ..verdicts import view_rows
 
@@ -74,9 +73,9 @@ def deploy_sweep(ledger: Ledger, deploy_id: int) -> dict[str, Any] | None:
 
 
 def diff(ledger: Ledger, a: str, b: str, show_all: bool = False) -> dict[str, Any]:
-    """``ledger diff --format json``, and the markdown ``--format markdown`` prints."""
-    result = diff_boots(ledger, a, b, show_all)
-    return {**result.to_json(), "markdown": render_diff(result, "markdown")}
+    """``ledger diff --format json --no-redact`` (the page redacts it, then adds the markdown
+    ``--format markdown`` prints)."""
+    return diff_boots(ledger, a, b, show_all).to_json()
 
 
 def deploy_names(ledger: Ledger) -> list[str]:

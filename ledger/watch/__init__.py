@@ -41,9 +41,11 @@ def parse_percent(option: str, text: str) -> float:
 
 def follower_for(source: str | None, container: str | None, runtime: str | None, unit: str | None,
                  since: str | None, on_note: Callable[[str], None], journal_files: tuple[str, ...] = (),
-                 journal_dir: str | None = None) -> tuple[Any, str, Any]:
+                 journal_dir: str | None = None, ledger: Any = None) -> tuple[Any, str, Any]:
     """The follower of what the command was given, the boots' source name, and the origin (a
-    container's or unit's, from ``ledger.origins``; None for a file or stdin)."""
+    container's or unit's, from ``ledger.origins``; None for a file or stdin).  ``ledger`` is
+    the ledger's file (None: a server), whose readers a file swapped in for SOURCE must not
+    widen (``follow.may_follow``)."""
     from .follow import CommandFollower, FileFollower, StreamFollower
 
     given = sum(1 for x in (source, container, unit) if x)
@@ -71,4 +73,4 @@ def follower_for(source: str | None, container: str | None, runtime: str | None,
     assert source is not None
     if source == "-":
         return StreamFollower(0), "-", None
-    return FileFollower(source, on_note), source, None
+    return FileFollower(source, on_note, ledger=ledger), source, None

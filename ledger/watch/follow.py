@@ -9,6 +9,13 @@ stored, README "Idempotence"), then followed: appended lines as they come; a fil
 and created again (rotation) is read to its end and the new one from its start; a file that
 became shorter (truncated) is read again from its start; a file that does not exist yet is
 waited for.  Its lines are numbered as one stream across rotations and truncations.
+
+The file followed is the one opened (its descriptor), never the name looked up again: a file
+that takes the log's name (a rotation, or a symlink swapped in) is opened, judged on that
+descriptor, and followed only when everyone who could read the file first opened — or everyone
+who can read the ledger — may read it too (``may_follow``); otherwise that is said once and the
+file first opened is read on.  A watch run as root thus never copies a root-only file put in
+place of a world-readable log into a world-readable ledger.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import select
 import subprocess
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 BLOCK = 8 * 1024 * 1024  # read at most this much at a time (a large file's catch-up)
@@ -43,15 +52,92 @@ class _Lines:
         return rest + b"\n" if rest else b""
 
 
+@dataclass(frozen=True)
+class _Reader:
+    """Someone who may read a file: a user (None: anyone but the file's owners) and groups."""
+
+    uid: int | None
+    gids: frozenset[int]
+
+    def may(self, st: os.stat_result, want: int) -> bool:
+        """Whether the mode bits let this reader ``want`` (4 read, 1 enter) ``st``."""
+        if self.uid == 0:
+            return True
+        if self.uid is not None and self.uid == st.st_uid:
+            bits = st.st_mode >> 6
+        elif st.st_gid in self.gids:
+            bits = st.st_mode >> 3
+        else:
+            bits = st.st_mode
+        return bool(bits & want)
+
+    def reaches(self, real: Path, st: os.stat_result) -> bool:
+        """Whether this reader may read the file ``real`` (its stat ``st``): its mode, and every
+        folder above it entered."""
+        if not self.may(st, 4):
+            return False
+        try:
+            return all(self.may(os.stat(folder), 1) for folder in real.parents)
+        except OSError:
+            return False
+
+
+def _owner(uid: int) -> _Reader:
+    try:
+        import pwd
+
+        entry = pwd.getpwuid(uid)
+        return _Reader(uid, frozenset(os.getgrouplist(entry.pw_name, entry.pw_gid)))
+    except (KeyError, ImportError, OSError):
+        return _Reader(uid, frozenset())
+
+
+def readers(real: Path, st: os.stat_result) -> list[_Reader]:
+    """Who may read the file ``real``: its owner, its group's members, anyone — each when the
+    file's mode and the folders above it let them."""
+    every = [_owner(st.st_uid), _Reader(None, frozenset({st.st_gid})), _Reader(None, frozenset())]
+    return [r for r in every if r.reaches(real, st)]
+
+
+def _real(fd: int, path: str) -> Path:
+    """Where an open file is (Linux names it in /proc; elsewhere its name, resolved)."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return Path(os.path.realpath(path))
+
+
+def may_follow(first: tuple[Path, os.stat_result], new: tuple[Path, os.stat_result],
+               ledger: Path | None) -> bool:
+    """Whether a file that took the followed log's name may be read into the ledger: everyone
+    who could read the file first opened may read it (a rotation keeps its mode), or everyone
+    who can read the ledger may (what is copied there is theirs to read already)."""
+    real, st = new
+    if all(r.reaches(real, st) for r in readers(*first)):
+        return True
+    if ledger is None:
+        return False
+    try:
+        at = ledger.resolve()
+        return all(r.reaches(real, st) for r in readers(at, os.stat(at)))
+    except OSError:
+        return False
+
+
 class FileFollower:
     """A log file followed like ``tail -F`` (module docstring).  ``on_note(text)`` hears of a
-    rotation, a truncation or a file that is not there yet."""
+    rotation, a truncation, a file that is not there yet, or one that is not followed.
+    ``ledger`` is the ledger's file (None: a database server), whose readers a file that takes
+    the log's name may be read for."""
 
-    def __init__(self, path: str, on_note: Callable[[str], None] | None = None, poll: float = POLL_S):
-        self.path, self.poll = path, poll
+    def __init__(self, path: str, on_note: Callable[[str], None] | None = None, poll: float = POLL_S,
+                 ledger: Path | None = None):
+        self.path, self.poll, self.ledger = path, poll, ledger
         self.on_note = on_note or (lambda _text: None)
         self._f: Any = None
         self._id: tuple[int, int] | None = None
+        self._first: tuple[Path, os.stat_result] | None = None  # the file first opened, and its stat
+        self._refused: tuple[int, int] | None = None  # the file at the name that was not followed
         self.pos = 0
         self.lines = _Lines()
         self.caught_up = False
@@ -70,8 +156,30 @@ class FileFollower:
 
             raise LedgerError(f"{self.path}: cannot be read ({exc.strerror or exc})") from None
         st = os.fstat(f.fileno())
+        if self._first is None:
+            self._first = (_real(f.fileno(), self.path), st)
         self._f, self._id, self.pos = f, (st.st_dev, st.st_ino), 0
         return True
+
+    def _may_take(self, ident: tuple[int, int]) -> Any:
+        """The file that now has the log's name, opened, if it may be followed (``may_follow``,
+        judged on the opened descriptor, not the name); else None, said once per file."""
+        if ident == self._refused:
+            return None
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 (kept open while it is followed)
+        except OSError:
+            return None  # gone again, or not ours to open: the next look decides
+        st = os.fstat(f.fileno())
+        real = _real(f.fileno(), self.path)
+        assert self._first is not None
+        if may_follow(self._first, (real, st), self.ledger):
+            return f
+        f.close()
+        self._refused = (st.st_dev, st.st_ino)
+        self.on_note(f"{self.path}: now names {real}, which some who may read {self._first[0]} or the ledger "
+                     "may not: not followed; still reading the file first opened")
+        return None
 
     def read(self, timeout: float) -> bytes | None:
         deadline = time.monotonic() + timeout
@@ -111,10 +219,13 @@ class FileFollower:
             if data:
                 self.pos += len(data)
                 return self.lines.take(data)
+            new = self._may_take((st.st_dev, st.st_ino))
+            if new is None:
+                return None  # not followed: the file first opened is read on
             self._f.close()
-            self._f = None
+            nst = os.fstat(new.fileno())
+            self._f, self._id, self.pos, self._refused = new, (nst.st_dev, nst.st_ino), 0, None
             self.on_note(f"{self.path}: rotated; reading the new file from its start")
-            self._open()
             return self.lines.rest()
         if st is not None and st.st_size < self.pos:
             assert self._f is not None

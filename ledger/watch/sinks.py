@@ -1,6 +1,7 @@
 """Where alerts go besides standard output: ``--exec CMD`` (run with the alert's JSON on its
 standard input and as ``LEDGER_ALERT_*`` variables) and ``--webhook URL`` (the alert POSTed,
-retried with back-off a bounded number of times).  They run on a thread of their own, one alert
+retried with back-off a bounded number of times; a ``user:password@`` in the URL is sent as a
+Basic ``Authorization`` header, to the URL without it).  They run on a thread of their own, one alert
 after another, so a slow endpoint never holds up the reading; a sink that fails is reported
 (``on_note``) and the watch goes on.  ``close`` waits a bounded time for what is queued.
 """
@@ -37,6 +38,22 @@ class SinkFailure:
     target: str  # the command or the URL
     reason: str  # "exit 3: <its last line of stderr>", "HTTP 500", "timed out", …
     tries: int = 1
+
+
+def webhook_target(url: str) -> tuple[str, dict[str, str]]:
+    """The URL to POST to and the headers its userinfo stands for: ``http://user:pw@host/x`` is
+    ``http://host/x`` with ``Authorization: Basic base64(user:pw)`` (percent-escapes undone, as
+    curl does); a URL without userinfo is itself, with no header."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url, {}
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit(parts._replace(netloc=host)), {"Authorization": f"Basic {token}"}
 
 
 class Sinks:
@@ -91,11 +108,13 @@ class Sinks:
     def _post(self, alert: Any) -> None:
         assert self.webhook is not None
         body, headers = webhook_request(alert, self.webhook_format)
+        url, auth = webhook_target(self.webhook)
+        headers = {**headers, **auth}
         last = ""
         for attempt in range(WEBHOOK_TRIES):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
-            request = urllib.request.Request(self.webhook, data=body, headers=headers, method="POST")
+            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
             try:
                 with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_S) as response:  # noqa: S310 (the user's URL)
                     if 200 <= response.status < 300:
