@@ -30,7 +30,8 @@ from lab import scenarios
 from lab.record import make_model
 from lab.server import Server, base_env, vllm_python, vllm_version
 
-pytestmark = [pytest.mark.live, pytest.mark.heavy]
+# one workflow, one server at a time: with xdist, run it with --dist loadgroup to keep it on one worker
+pytestmark = [pytest.mark.live, pytest.mark.heavy, pytest.mark.xdist_group("live-lab")]
 
 VERSION = vllm_version()
 if VERSION is None:
