@@ -54,8 +54,9 @@ _WRAPPERS = [
 # A paste can lose the opening parenthesis, so it is optional at the start of the line.
 # The name starts a word ("(?<!\w)"): searched for in a line of N word characters, a match is
 # tried from the word's start only, not from each of its N characters (N^2 steps: 18 s at 32 kB).
+# A pid of more than 18 digits (out of any column's range; int() refuses past 4,300) is no prefix.
 _PROCESS = re.compile(
-    r"\(?(?<!\w)(?P<proc>[A-Za-z_][\w]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?) pid=(?P<pid>\d+)"
+    r"\(?(?<!\w)(?P<proc>[A-Za-z_][\w]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?) pid=(?P<pid>\d{1,18})"
     r"(?:, ip=[^)]*)?\) ?"
 )
 # The same, further into a line without vLLM's header: only with its parentheses, after the start
@@ -107,14 +108,19 @@ def rank_of(process: str) -> int | None:
     ``APIServer``) and for a name without an index (``RayWorkerWrapper``, ``Worker``)."""
     m = _RANK_EQ.search(process)
     if m:
-        return int(m.group(1))
+        return _index(m.group(1))
     if process.startswith(_ENGINE_WIDE):
         return None
     groups = dict(_GROUP.findall(process))
     for group in _RANK_GROUPS:
         if group in groups:
-            return int(groups[group])
+            return _index(groups[group])
     return None
+
+
+def _index(printed: str) -> int | None:
+    """A rank as printed; None past 18 digits (no column holds it, int() refuses past 4,300)."""
+    return int(printed) if len(printed) <= 18 else None
 
 
 def strip_colour(text: str) -> str:
@@ -205,7 +211,7 @@ VLLM_LINE_SEARCH = (_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:
 # ``FastShape`` append their message pattern to it, so a served log's stats line is read — line
 # model and figures — in one match.  Tests hold all of it to parse_line on every fixture line.
 PLAIN_SHAPE = (
-    r"(?:\(([A-Za-z_]\w*) pid=(\d+)\) )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"(?:\(([A-Za-z_]\w*) pid=(\d{1,18})\) )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
     r"(\d\d-\d\d \d\d:\d\d:\d\d) \[([^\s:\[\]]+):\d+\] (?=[!-~])"
 )
 PLAIN_GROUPS = 5
