@@ -370,3 +370,109 @@ def test_a_process_prefix_with_5000_digits_is_read_without_an_error(prefix):
     boots = parsers.parse_text(head + text + "\n", year=2026)
     assert [b.outcome for b in boots] and sum(len(b.runtime) for b in boots) == 1
 
+
+# -- issue 38, item 2: a model's config.json that is no geometry ---------------------------------------------
+
+_LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 16,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "hidden_size": 2048,
+          "torch_dtype": "bfloat16"}
+_MODEL_BOOT = """\
+(APIServer pid=1) INFO 05-16 10:00:00 [api_utils.py:339] vLLM server version 0.11.0, serving model {model}
+(APIServer pid=1) INFO 05-16 10:00:00 [api_utils.py:273] non-default args: {{'model': '{model}', 'max_model_len': 32768}}
+(EngineCore_DP0 pid=43) INFO 05-16 10:00:09 [gpu_worker.py:298] Available KV cache memory: 9.74 GiB
+(EngineCore_DP0 pid=43) INFO 05-16 10:00:10 [kv_cache_utils.py:1087] GPU KV cache size: 319,120 tokens
+(EngineCore_DP0 pid=43) INFO 05-16 10:00:10 [kv_cache_utils.py:1091] Maximum concurrency for 32,768 tokens per request: 9.74x
+(APIServer pid=1) INFO 05-16 10:00:20 [api_server.py:1000] Starting vLLM API server 0 on http://0.0.0.0:8000
+"""
+_TEXT = "text_config"
+# (what is wrong, the key the reason names, the change to the Llama config); the trial's NaN,
+# Infinity, strings and huge numbers, and their kin
+_BAD_CONFIGS = [
+    ("NaN layers", "num_hidden_layers", {"num_hidden_layers": float("nan")}),
+    ("Infinity heads", "num_attention_heads", {"num_attention_heads": float("inf")}),
+    ("-Infinity KV heads", "num_key_value_heads", {"num_key_value_heads": float("-inf")}),
+    ("NaN head_dim", "head_dim", {"head_dim": float("nan")}),
+    ("-1 layers", "num_hidden_layers", {"num_hidden_layers": -1}),
+    ("0 heads", "num_attention_heads", {"num_attention_heads": 0}),
+    ("0 KV heads", "num_key_value_heads", {"num_key_value_heads": 0}),
+    ("head_dim 0", "head_dim", {"head_dim": 0}),
+    ("1e400 head_dim", "head_dim", {"head_dim": 1e400}),
+    ("'32' layers", "num_hidden_layers", {"num_hidden_layers": "32"}),
+    ("[] heads", "num_attention_heads", {"num_attention_heads": []}),
+    ("{} KV heads", "num_key_value_heads", {"num_key_value_heads": {}}),
+    ("null layers", "num_hidden_layers", {"num_hidden_layers": None}),
+    ("true heads", "num_attention_heads", {"num_attention_heads": True}),
+    ("10**30 head_dim", "head_dim", {"head_dim": 10**30}),
+    ("10**19 KV heads", "num_key_value_heads", {"num_key_value_heads": 10**19}),
+    ("1.5 layers", "num_hidden_layers", {"num_hidden_layers": 1.5}),
+    ("no layers", "num_hidden_layers", {"num_hidden_layers": ...}),
+    ("no heads", "num_attention_heads", {"num_attention_heads": ...}),
+    ("KV heads > heads", "num_key_value_heads", {"num_key_value_heads": 64}),
+    ("hidden_size NaN, no head_dim", "hidden_size", {"head_dim": ..., "hidden_size": float("nan")}),
+    ("hidden_size below the heads", "hidden_size", {"head_dim": ..., "hidden_size": 16}),
+    ("nested text_config bad", "num_attention_heads", {_TEXT: {**_LLAMA, "num_attention_heads": "x"}}),
+    ("MLA rank Infinity", "kv_lora_rank", {"kv_lora_rank": float("inf")}),
+    ("MLA rope text", "qk_rope_head_dim", {"kv_lora_rank": 512, "qk_rope_head_dim": "x"}),
+    ("torch_dtype {}", "torch_dtype", {"torch_dtype": {"a": 1}}),
+    ("layer_types text", "layer_types", {"layer_types": "full_attention"}),
+    ("layer_types [null]", "layer_types", {"layer_types": [None] * 16}),
+    ("GDN conv kernel Infinity", "linear_conv_kernel_dim",
+     {"layer_types": ["linear_attention", "full_attention"] * 8, "linear_num_key_heads": 16,
+      "linear_num_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+      "linear_conv_kernel_dim": float("inf")}),
+]
+
+
+def _bad_config(tmp_path: Path, change: dict) -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    config = {k: v for k, v in {**_LLAMA, **change}.items() if v is not ...}
+    (folder / "config.json").write_text(json.dumps(config))  # NaN and Infinity as Python writes them
+    return folder
+
+
+@pytest.mark.parametrize(("what", "key", "change"), _BAD_CONFIGS, ids=[c[0] for c in _BAD_CONFIGS])
+def test_a_config_that_is_no_geometry_is_insufficient_and_the_boot_is_stored(db, cli, tmp_path, what, key, change):
+    """The trial: 11 of 18 hostile configs made the ingest (and the watch) die with a traceback
+    and store nothing; a non-text architecture lost the boot to a database error."""
+    folder = _bad_config(tmp_path, change)
+    log = tmp_path / "boot.log"
+    log.write_text(_MODEL_BOOT.format(model=folder))
+    r = cli("ingest", str(log), "--year", "2026", "--label", "m")
+    assert r.exit_code == 0, r.output
+    (got,) = rows(db, "SELECT status, reason FROM kv_formula_prediction")
+    assert got[0] == "insufficient" and key in got[1], got
+    assert rows(db, "SELECT count(*) FROM model_geometry") == [(0,)]
+
+
+@pytest.mark.parametrize(("what", "key", "change"), _BAD_CONFIGS, ids=[c[0] for c in _BAD_CONFIGS])
+def test_model_add_of_a_config_that_is_no_geometry_is_one_line(db, cli, tmp_path, what, key, change):
+    folder = _bad_config(tmp_path, change)
+    cli("db", "upgrade")
+    r = cli("model", "add", str(folder), "--as", "m")
+    assert r.exit_code == 2 and r.output.startswith("Error: ") and len(r.output.splitlines()) == 1, r.output
+    assert key in r.output
+    assert rows(db, "SELECT count(*) FROM model_geometry") == [(0,)]
+
+
+def test_a_watch_of_a_boot_whose_config_is_no_geometry_stores_the_boot(tmp_path):
+    db = tmp_path / "l.db"
+    folder = _bad_config(tmp_path, {"num_key_value_heads": float("nan")})
+    p = subprocess.run([*LEDGER, "--db", str(db), "watch", "-"], input=_MODEL_BOOT.format(model=folder),
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.returncode == 0 and "Traceback" not in p.stderr and "Error" not in p.stderr, p.stderr
+    con = sqlite3.connect(db)
+    got = con.execute("SELECT status, reason FROM kv_formula_prediction").fetchall()
+    con.close()
+    assert len(got) == 1 and got[0][0] == "insufficient" and "num_key_value_heads" in got[0][1], got
+
+
+def test_an_architecture_that_is_no_name_is_left_out_and_the_boot_predicted(db, cli, tmp_path):
+    """``architectures: [{}]`` lost the boot: the ingest stored nothing ("Error binding
+    parameter 3: type 'dict' is not supported"), the watch retried it until it gave up."""
+    folder = _bad_config(tmp_path, {"architectures": [{"x": 1}], "model_type": ["llama"]})
+    log = tmp_path / "boot.log"
+    log.write_text(_MODEL_BOOT.format(model=folder))
+    assert cli("ingest", str(log), "--year", "2026").exit_code == 0
+    assert rows(db, "SELECT status FROM kv_formula_prediction") == [("predicted",)]
+    assert rows(db, "SELECT architecture FROM model_geometry") == [(None,)]
