@@ -246,6 +246,42 @@ def test_sql_table_output_is_unchanged_for_a_small_result(db, cli):
     assert lines[0].split() == ["name", "n"] and set(lines[1]) <= {"-", " "} and len(lines) == 5
 
 
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "jsonl", "markdown"])
+def test_sql_keeps_every_column_of_one_name(db, cli, fmt):
+    """Issue 38, item 8: ``select count(*), count(distinct deploy_id) from boot`` printed ``2 2``
+    on PostgreSQL (both columns are named "count" there; psql prints ``84 | 2``): the rows were
+    dicts keyed by the label, so the second column overwrote the first.  Every column is kept;
+    JSON, JSON lines and CSV key a repeated label with ``_2``, ``_3`` … (skipping labels taken)."""
+    import csv
+    import io
+    import json
+
+    cli("ingest", str(F008))
+    cli("ingest", str(REAL / "005_v1-runpod-iso-timestamps-gptoss120b-workerproc-failed.log"))
+    boots, deploys = rows(db, "SELECT count(*), count(DISTINCT deploy_id) FROM boot")[0]
+    assert boots != deploys  # the bug showed only where the two differ
+    query = "SELECT count(*) AS n, count(DISTINCT deploy_id) AS n, 7 AS n_2, 8 AS n FROM boot"
+    r = cli("sql", query, "--format", fmt)
+    assert r.exit_code == 0, r.output
+    out = r.output
+    want = {"n": boots, "n_3": deploys, "n_2": 7, "n_4": 8}
+    if fmt == "json":
+        assert json.loads(out) == [want] and list(json.loads(out)[0]) == ["n", "n_3", "n_2", "n_4"]
+    elif fmt == "jsonl":
+        assert [json.loads(x) for x in out.splitlines() if x] == [want]
+    elif fmt == "csv":
+        got = list(csv.reader(io.StringIO(out)))
+        assert got[:2] == [["n", "n_3", "n_2", "n_4"], [str(boots), str(deploys), "7", "8"]]
+    else:  # for people: the labels as the database gives them
+        lines = [x for x in out.splitlines() if x.strip()]
+        cells = [c.strip() for c in lines[-1].strip("| ").split("|")] if fmt == "markdown" else lines[-1].split()
+        assert cells == [str(boots), str(deploys), "7", "8"], out
+        assert lines[0].replace("|", " ").split() == ["n", "n", "n_2", "n"], out
+    # the database's own labels, told apart (SQLite names a column by its expression)
+    got = json.loads(cli("sql", "SELECT count(*), count(DISTINCT deploy_id) FROM boot", "--format", "json").output)
+    assert list(got[0].values()) == [boots, deploys]
+
+
 # -- 2. passwords are never printed ---------------------------------------------------------------------
 
 
