@@ -23,6 +23,7 @@ from ledger import parsers
 from ledger.parsers.packs import PackError, load_pack
 
 LEDGER = [sys.executable, "-m", "ledger"]
+F008_BODY = next(REAL.glob("008_*.log"))
 MIB = 1024  # ru_maxrss is in KiB
 F005 = next(REAL.glob("005_*.log"))
 
@@ -232,6 +233,24 @@ def test_a_megabyte_of_word_characters_before_a_header_is_read():
             "print(line.process, line.pid, line.level, line.message)")
     r = measured([sys.executable, "-c", code], timeout=120)
     assert r.code == 0 and r.out.split() == ["APIServer", "1", "INFO", "hi"], r.err
+
+
+def test_128_kb_of_brackets_before_a_log_line_is_read_in_linear_time(tmp_path):
+    """Issue 38, item 16: the test of whether a block holds a vLLM line (``VLLM_LINE_SEARCH``) tried
+    a traceback frame's path from each "[" of a run to the run's end: 32 kB of "[" before a log
+    took 6 s to ingest, 128 kB over a minute; 128 kB of "[/vllm/" never ended (each "/vllm/" of
+    the path retried).  Linear, the three files take well under a second each: the child is
+    stopped at 10 s, a bound the quadratic reading misses by far (it is not a timing: bench/ceilings.py
+    times it)."""
+    body = F008_BODY.read_text().split("# ---\n", 1)[1]
+    logs = []
+    for name, run in (("brackets", "["), ("frames", "[/vllm/"), ("prefixes", "(a pid=1, ip=")):
+        path = tmp_path / f"{name}.log"
+        path.write_text(run * (128 * 1024 // len(run)) + " " + body)
+        logs.append(str(path))
+    r = measured([*LEDGER, "--db", str(tmp_path / "l.db"), "ingest", *logs], timeout=10)
+    assert r.code == 0, r.err
+    assert r.out.count("boot ") == 3, r.out  # each file's boot is read, the line after the run too
 
 
 # -- 14: a typed-field pattern that backtracks on longer figures is refused at load -------------------
