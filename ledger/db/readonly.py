@@ -38,8 +38,13 @@
   a statement before Python sees the signal).
 * Rows are fetched in batches as they are written out (PostgreSQL: a server-side cursor, or
   row by row for ``EXPLAIN``/``SHOW``), so memory stays flat for millions of rows.
-* SQLite: a text value longer than ``MAX_VALUE`` bytes is cut as it is fetched, marked where it
-  was cut, and counted (``Result.cut``): one 100 MB value cost 0.7-2.1 GB to print.
+* A value longer than ``MAX_VALUE`` bytes is cut, marked where it was cut (``… [cut: N bytes]``),
+  and counted (``Result.cut``): one 100 MB value cost 0.7-2.1 GB to print, a 300 MB BLOB 6.2 GB.
+  SQLite's text is cut as it is fetched (the text factory), the rest as each row comes: a BLOB
+  (and PostgreSQL's bytea) is printed as hex after ``\\x``, as psql prints a bytea, its first
+  ``MAX_VALUE`` bytes; a PostgreSQL text its first ``MAX_VALUE`` bytes of UTF-8.  SQLite rows
+  are fetched one at a time, so one row's values are what is held (the driver still gets each
+  value whole: about twice its size while it is read).
 """
 
 from __future__ import annotations
@@ -60,8 +65,8 @@ from .location import sqlite_file
 DEFAULT_TIMEOUT = 120  # seconds: ``ledger sql --timeout``
 _SYNTAX_ERROR = "42601"  # PostgreSQL's SQLSTATE for DECLARE … FOR a statement that is not a query
 _BATCH = 1000  # rows fetched at a time
-_PROGRESS_STEPS = 10_000
-MAX_VALUE = 1024 * 1024  # bytes of one text value printed by ledger sql (SQLite)  # SQLite VM steps between two looks at the clock and at Ctrl-C
+_PROGRESS_STEPS = 10_000  # SQLite VM steps between two looks at the clock and at Ctrl-C
+MAX_VALUE = 1024 * 1024  # bytes of one value printed by ledger sql (a BLOB: as hex, twice as long)
 
 _READ_PRAGMAS = {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
                  "foreign_key_list", "function_list", "collation_list", "pragma_list"}
@@ -191,7 +196,8 @@ class Result:
 
 class _CappedText:
     """sqlite3's text factory: a value decoded as UTF-8, cut to ``MAX_VALUE`` bytes (at a
-    character's start) and marked when longer, and counted."""
+    character's start) and marked when longer, and counted; ``row`` does the same for the
+    values of a row that no text factory saw (a BLOB, PostgreSQL's values)."""
 
     def __init__(self) -> None:
         self.cut = 0
@@ -204,6 +210,47 @@ class _CappedText:
         while end > 0 and raw[end] & 0xC0 == 0x80:  # not inside a character
             end -= 1
         return raw[:end].decode("utf-8", "replace") + f"… [cut: {len(raw):,} bytes]"
+
+    def blob(self, raw: bytes | bytearray | memoryview) -> str:
+        """A binary value as ``\\x`` and the hex of its first ``MAX_VALUE`` bytes (marked when cut)."""
+        size = len(raw)
+        shown = "\\x" + bytes(raw[:MAX_VALUE]).hex()
+        if size <= MAX_VALUE:
+            return shown
+        self.cut += 1
+        return shown + f"… [cut: {size:,} bytes]"
+
+    def text(self, value: str) -> str:
+        """A text value no text factory cut (PostgreSQL's), cut to ``MAX_VALUE`` bytes of UTF-8."""
+        if len(value) <= MAX_VALUE // 4:  # at most 4 bytes a character
+            return value
+        if value.isascii():  # (a flag of the string: no scan)
+            size = len(value)
+        else:  # counted a piece at a time: no second copy of a large value
+            size = sum(len(value[at:at + MAX_VALUE].encode("utf-8", "replace"))
+                       for at in range(0, len(value), MAX_VALUE))
+        if size <= MAX_VALUE:
+            return value
+        self.cut += 1
+        raw = value[:MAX_VALUE].encode("utf-8", "replace")
+        end = min(MAX_VALUE, len(raw))
+        while end < len(raw) and end > 0 and raw[end] & 0xC0 == 0x80:  # not inside a character
+            end -= 1
+        return raw[:end].decode("utf-8", "replace") + f"… [cut: {size:,} bytes]"
+
+    def row(self, row: tuple[Any, ...], texts: bool) -> tuple[Any, ...]:
+        """``row`` with its binary values as hex and (``texts``) its long texts cut."""
+        for v in row:
+            kind = type(v)
+            if kind in _BINARY or (texts and kind is str and len(v) > MAX_VALUE // 4):
+                break
+        else:
+            return row  # the common row: nothing to change, no copy
+        return tuple(self.blob(v) if type(v) in _BINARY else self.text(v) if texts and type(v) is str else v
+                     for v in row)
+
+
+_BINARY = (bytes, bytearray, memoryview)
 
 
 @contextmanager
@@ -281,9 +328,13 @@ def _run_on_sqlite(ledger: Ledger, path: Any, query: str, timeout: float) -> Ite
         columns = [d[0] for d in cur.description] if cur.description else []
 
         def rows() -> Iterator[tuple[Any, ...]]:
+            # one row at a time (sqlite3 steps the statement a row per row either way): a batch of
+            # rows of large BLOBs would be held at once
+            cut = capped.row
             try:
-                while batch := cur.fetchmany(_BATCH):
-                    yield from batch
+                for row in cur:
+                    # (sqlite3 gives a BLOB as bytes; its text the text factory has cut)
+                    yield cut(row, False) if bytes in map(type, row) else row
             except sqlite3.Error as exc:
                 raise fail(exc) from None
 
@@ -370,16 +421,20 @@ def _run_on_server(ledger: Ledger, query: str, word: str, end: int, timeout: flo
             raise fail(exc) from None
         columns = [d.name for d in cur.description] if cur.description else []
 
+        capped = _CappedText()
+
         def guarded() -> Iterator[tuple[Any, ...]]:
+            cut = capped.row
             try:
-                yield from rows
+                for row in rows:
+                    yield cut(row, True)
             except Exception as exc:
                 if not _is_db_error(exc):
                     raise
                 raise fail(exc) from None
 
         try:
-            yield Result(columns, guarded())
+            yield Result(columns, guarded(), capped)
         finally:
             close = getattr(rows, "close", None)
             if close is not None:
