@@ -3,7 +3,9 @@ without bound, each in a child process of its own (peak = the child's ru_maxrss)
 
 1. gz bomb: --bomb-mib MiB of NULs, and of lines, behind a few MB of gzip (`ledger ingest`).
 2. many boots: --boots distinct boot starts in one file (`ledger ingest`), and how many were stored.
-3. the long line: --line-kib KiB of word characters, then vLLM's header (`parse_line`).
+3. the long line: --line-kib KiB of word characters, then vLLM's header (`parse_line`); and a
+   file of --bracket-kib KiB of "[" (and of "[/vllm/") before a log (`ledger ingest`), at that
+   size and at an eighth of it: linear, the two times differ by the start-up's cost, not 64×.
 4. the 1 M-sample page: a boot with --samples stats intervals (ingested first, not measured);
    its page from a fresh `ledger serve` (the server's peak), six at once, and `ledger plot
    runtime`.
@@ -132,6 +134,7 @@ def main() -> None:
     ap.add_argument("--boots", type=int)
     ap.add_argument("--line-kib", type=int)
     ap.add_argument("--samples", type=int)
+    ap.add_argument("--bracket-kib", type=int, default=128)
     ap.add_argument("--keep", help="write the inputs and ledgers here (else a temporary folder)")
     a = ap.parse_args()
     sizes = (16, 200, 64, 2_000) if a.small else (2048, 1_000_000, 1024, 1_000_000)
@@ -156,6 +159,14 @@ def main() -> None:
     code = ("from ledger.parsers.lines import parse_line\n"
             f"parse_line(1, 'w' * {a.line_kib * 1024 - 80} + ' (APIServer pid=1) INFO 10-01 09:00:10 [loggers.py:271] hi')")
     say(f"one line: {a.line_kib:,} KiB of word characters, then a header", *run([sys.executable, "-c", code]))
+
+    body = next((ROOT / "fixtures" / "real").glob("008_*.log")).read_text().split("# ---\n", 1)[1]
+    for run_of in ("[", "[/vllm/"):
+        for kib in (a.bracket_kib // 8, a.bracket_kib):
+            path = folder / f"brackets-{len(run_of)}-{kib}.log"
+            path.write_text(run_of * (kib * 1024 // len(run_of)) + " " + body)
+            say(f"ingest: {kib:,} KiB of {run_of!r} before a log",
+                *run([*LEDGER, "--db", str(folder / "brackets.db"), "ingest", str(path)]))
 
     db = str(folder / "runtime.db")
     log = runtime_log(folder, a.samples)

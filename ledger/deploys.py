@@ -134,9 +134,12 @@ def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: De
     """``ledger deploy move``: boots (ids) to the deploy ``target`` names, or to the deploy
     of ``info``'s identity (created if there is none).  The report: the boots, the deploy
     they now belong to and the deploys they left (by name)."""
-    bad = [r for r in refs if not r.strip().isdigit()]
+    bad = [r for r in refs if not (r.strip().isascii() and r.strip().isdigit())]
     if bad:
-        raise LedgerError(f"{bad[0]}: ledger deploy move takes boot ids (as ledger history shows them)")
+        raise LedgerError(f"{shown(bad[0])}: ledger deploy move takes boot ids (as ledger history shows them)")
+    ids = [as_id(r) for r in refs]
+    if None in ids:  # past any id a database holds (an int no column binds)
+        raise LedgerError(f"{shown(refs[ids.index(None)])}: no boot by that id; nothing moved")
     if (target is None) == (info is None):
         raise LedgerError("give the deploy to move to: DEPLOY, or --commit/--image (and --label) of a deploy")
     dest: int | DeployInfo
@@ -148,11 +151,11 @@ def move_to_deploy(ledger: Ledger, refs: list[str], target: str | None, info: De
     from .db.writes import move_boots
 
     with ledger.writer() as writer:
-        deploy, came_from = move_boots(writer, [int(r) for r in refs], dest)
+        deploy, came_from = move_boots(writer, [i for i in ids if i is not None], dest)
     with ledger.reading() as s:
         names = {d: f"deploy:{d} ({deploy_name(get_deploy(s, d)).strip('()')})"  # type: ignore[arg-type]
                  for d in {deploy, *came_from}}
-    return {"boots": sorted(int(r) for r in set(refs)), "deploy": names[deploy],
+    return {"boots": sorted({i for i in ids if i is not None}), "deploy": names[deploy],
             "from": [{"deploy": names[d], "boots": b} for d, b in sorted(came_from.items())]}
 
 

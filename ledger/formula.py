@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -150,60 +151,105 @@ _GDN_KEYS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_
              "linear_conv_kernel_dim")
 
 
-def _int(cfg: dict[str, Any], key: str) -> int:
-    try:
-        value = int(cfg[key])
-    except (KeyError, TypeError, ValueError):
-        raise ConfigError(f"config.json has no integer {key}") from None
-    if value <= 0:
-        raise ConfigError(f"config.json has {key} = {value}")
-    return value
+# the largest figure of a geometry taken: no model comes near (hundreds of layers, a few hundred
+# heads, head sizes in the hundreds); past it a config is refused, as NaN, Infinity, text, a
+# boolean or a fraction are (issue 38: they raised through the ingest, or were taken as figures)
+GEOMETRY_MAX = 2**20
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _whole(cfg: dict[str, Any], key: str, least: int = 1) -> int:
+    """``cfg[key]`` as a whole number from ``least`` to ``GEOMETRY_MAX`` (a JSON integer, or a
+    number with nothing after the point); else a ConfigError that names the key and the value."""
+    if key not in cfg or cfg[key] is None:
+        raise ConfigError(f"config.json has no {key}")
+    value = cfg[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or (isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
+        raise ConfigError(f"config.json has {key} = {_shown(value)}: not a whole number")
+    if not least <= value <= GEOMETRY_MAX:
+        raise ConfigError(f"config.json has {key} = {_shown(value)}: not from {least} to {GEOMETRY_MAX:,}")
+    return int(value)
+
+
+def _optional(cfg: dict[str, Any], key: str, least: int = 1) -> int | None:
+    """``_whole`` of a key a config may leave out (absent or null: None)."""
+    return None if cfg.get(key) is None else _whole(cfg, key, least)
+
+
+def _name(cfg: dict[str, Any], key: str) -> str | None:
+    """A text figure (a dtype, a model type): a string, or absent; else a ConfigError."""
+    value = cfg.get(key)
+    if value is None or isinstance(value, str) and 0 < len(value) <= 200:
+        return value
+    raise ConfigError(f"config.json has {key} = {_shown(value)}: not a name")
 
 
 def model_figures(data: dict[str, Any]) -> dict[str, Any]:
     """The figures of a config.json the prediction reads (``text_config`` for a multimodal
     model), with ``layout`` (``uniform``, ``mla``, ``hybrid-gdn``) or ``unsupported`` (why
-    ``allocator.py`` cannot model it).  A config without layers or heads is refused."""
+    ``allocator.py`` cannot model it).  A config without layers or heads, or with a figure that
+    is no whole number in range, is refused (a ConfigError naming the key)."""
     text_config = data.get("text_config")
     cfg: dict[str, Any] = text_config if isinstance(text_config, dict) else data
-    arch = (data.get("architectures") or [None])[0] if isinstance(data.get("architectures"), list) else None
-    out: dict[str, Any] = {"architecture": arch or data.get("model_type") or cfg.get("model_type")}
-    layers = _int(cfg, "num_hidden_layers")
-    heads = _int(cfg, "num_attention_heads")
-    dtype = cfg.get("torch_dtype") or data.get("torch_dtype") or cfg.get("dtype") or data.get("dtype") or "bfloat16"
-    out.update(layers=layers, model_dtype=str(dtype))
+    archs = data.get("architectures")
+    # a name only (what is stored and shown, not a figure): anything else is left out
+    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) and len(archs[0]) <= 200 else None
+    kind = [t for t in (data.get("model_type"), cfg.get("model_type")) if isinstance(t, str) and len(t) <= 200]
+    out: dict[str, Any] = {"architecture": arch or (kind[0] if kind else None)}
+    layers = _whole(cfg, "num_hidden_layers")
+    heads = _whole(cfg, "num_attention_heads")
+    dtype = None
+    for where, key in ((cfg, "torch_dtype"), (data, "torch_dtype"), (cfg, "dtype"), (data, "dtype")):
+        dtype = dtype or _name(where, key)
+    out.update(layers=layers, model_dtype=dtype or "bfloat16")
     layer_types = cfg.get("layer_types")
-    kinds: list[Any] = layer_types if isinstance(layer_types, list) else []
+    if layer_types is not None and not (isinstance(layer_types, list) and all(isinstance(k, str) for k in layer_types)):
+        raise ConfigError(f"config.json has layer_types = {_shown(layer_types)}: not a list of names")
+    kinds: list[str] = layer_types or []
     unsupported = None
     if data.get("is_encoder_decoder") or cfg.get("is_encoder_decoder"):
         unsupported = "an encoder-decoder model (cross-attention KV) is not modelled by allocator.py"
     elif cfg.get("index_topk") or cfg.get("index_n_heads"):
         unsupported = "a sparse-attention indexer cache (DeepSeek V3.2/V4 style) is not modelled by allocator.py"
-    elif any("sliding" in str(k) for k in kinds) or (cfg.get("sliding_window") and cfg.get("use_sliding_window") is not False):
+    elif any("sliding" in k for k in kinds) or (cfg.get("sliding_window") and cfg.get("use_sliding_window") is not False):
         unsupported = ("sliding-window layers (counted at their window by the hybrid KV manager) are not modelled "
                        "by allocator.py")
-    elif any(k in cfg for k in _MAMBA_KEYS) or any("mamba" in str(k) for k in kinds):
+    elif any(k in cfg for k in _MAMBA_KEYS) or any("mamba" in k for k in kinds):
         unsupported = ("this architecture's mamba state shape is not modelled by allocator.py (only Qwen3-Next's "
                        "gated delta net is)")
     if unsupported:
         out.update(layout="unsupported", unsupported=unsupported)
         return out
-    if cfg.get("kv_lora_rank"):  # DeepSeek-style MLA: one latent head, no separate V
+    if cfg.get("kv_lora_rank") not in (None, 0):  # DeepSeek-style MLA: one latent head, no separate V
         out.update(layout="mla", attn_layers=layers, num_kv_heads=1,
-                   head_size=_int(cfg, "kv_lora_rank") + int(cfg.get("qk_rope_head_dim") or 0))
+                   head_size=_whole(cfg, "kv_lora_rank") + (_optional(cfg, "qk_rope_head_dim", 0) or 0))
         return out
-    kv_heads = int(cfg.get("num_key_value_heads") or heads)
-    head = int(cfg.get("head_dim") or 0) or _int(cfg, "hidden_size") // heads
+    kv_heads = _optional(cfg, "num_key_value_heads") or heads
+    if kv_heads > heads:
+        raise ConfigError(f"config.json has num_key_value_heads = {kv_heads}: more than its "
+                          f"num_attention_heads ({heads})")
+    head = _optional(cfg, "head_dim")
+    if head is None:
+        hidden = _whole(cfg, "hidden_size")
+        if hidden < heads:
+            raise ConfigError(f"config.json has hidden_size = {hidden}: below its num_attention_heads ({heads}), "
+                              "no head size")
+        head = hidden // heads
     out.update(num_kv_heads=kv_heads, head_size=head)
-    linear = [k for k in kinds if "linear" in str(k)]
+    linear = [k for k in kinds if "linear" in k]
     if linear:
-        missing = [k for k in _GDN_KEYS if not cfg.get(k)]
+        missing = [k for k in _GDN_KEYS if cfg.get(k) is None]
         if missing:
             out.update(layout="unsupported", unsupported=f"linear-attention layers without {', '.join(missing)}: "
                        "their state page is not known")
             return out
         out.update(layout="hybrid-gdn", attn_layers=len(kinds) - len(linear), mamba_layers=len(linear),
-                   **{k: int(cfg[k]) for k in _GDN_KEYS})
+                   **{k: _whole(cfg, k) for k in _GDN_KEYS})
         return out
     out.update(layout="uniform", attn_layers=layers)
     return out

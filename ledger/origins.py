@@ -195,10 +195,22 @@ def _copy_journal(origin: Origin, src: IO[bytes], out: IO[bytes]) -> tuple[list[
     return starts, last
 
 
+def checked_name(option: str, name: str, runtime: str) -> str:
+    """``name`` as given to ``option`` (``--container``, ``--unit``), refused when it starts
+    with "-": the runtime would read it as an option of its own (``podman container inspect -l``
+    is ``--latest``: another container was read).  No container or unit is named so."""
+    if name.startswith("-"):
+        shown = name if len(name) <= 60 else name[:57] + "..."
+        raise LedgerError(f"{option} {shown}: a name that starts with '-' is refused ({runtime} would read it "
+                          f"as an option; no {option[2:]} is named so)")
+    return name
+
+
 def container_origin(name: str, runtime: str | None = None) -> Origin:
     """The container ``name`` (a name or an id) as docker or podman (``runtime``; else the
     first of them on PATH that knows the container) reports it.  Refused in one line when no
-    runtime is installed or none has such a container."""
+    runtime is installed or none has such a container, or when the name starts with "-"."""
+    checked_name("--container", name, runtime or "docker or podman")
     if runtime is not None and runtime not in RUNTIMES:
         raise LedgerError(f"--runtime {runtime}: expected docker or podman")
     candidates = [runtime] if runtime else [r for r in RUNTIMES if shutil.which(r)]
@@ -219,7 +231,8 @@ def container_origin(name: str, runtime: str | None = None) -> Origin:
 
 def unit_origin(name: str, since: str | None = None, until: str | None = None) -> Origin:
     """The systemd unit ``name``, read with journalctl (``since``/``until`` passed to it as
-    they are: journalctl's own time syntax)."""
+    they are: journalctl's own time syntax); a name that starts with "-" is refused."""
+    checked_name("--unit", name, "journalctl")
     exe = shutil.which("journalctl")
     if exe is None:
         raise LedgerError("--unit needs journalctl, and it is not installed")

@@ -56,7 +56,9 @@ def export_value(value: float | None, unit: str) -> float | int | None:
 def as_id(ref: str) -> int | None:
     """``ref`` as a database id, or None: ASCII digits up to ``MAX_FIGURE``.  A longer number is
     no id (nor a database integer), and ``int`` refuses one of more than 4,300 digits with a
-    ValueError; ``'²'`` is a digit to ``str.isdigit`` but no number to ``int``.
+    ValueError; ``'²'`` is a digit to ``str.isdigit`` but no number to ``int``.  The one reader
+    of a boot or deploy id a user gave (a boot id, ``deploy:N``, a page's path, ``deploy move``'s
+    boots, ``kv_reference_boot``).
 
     >>> as_id("12"), as_id("9" * 5000), as_id("\u00b2"), as_id("12a")
     (12, None, None, None)
@@ -98,8 +100,8 @@ def resolve_side(session: Reader, ref: str, default: str = "latest") -> tuple[Bo
         if boot is not None:
             return boot, None
     deploys = the_one_printed(resolve_deploys(session, ref), ref)
-    if not deploys and deploy_ref(ref) is not None:
-        raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
+    if not deploys and is_deploy_ref(ref):
+        raise LedgerError(f"{shown(ref)}: no such deploy (ledger deploy list shows them)")
     if not deploys:
         raise LedgerError(f"{shown(ref)}: no boot or deploy by that id, commit, digest or label")
     said = None
@@ -183,7 +185,7 @@ def pick_boot(session: Reader, deploy: Deploy, which: str, explicit: bool = Fals
     return ready, None
 
 
-_DEPLOY_REF = re.compile(r"deploy:(\d{1,19})(?:\s+\(.*\))?", re.DOTALL)
+_DEPLOY_REF = re.compile(r"deploy:(\d+)(?:\s+\(.*\))?", re.DOTALL)
 _HEX_SHA = re.compile(r"[0-9a-f]{7,64}")
 UNNAMED = "(unnamed)"  # deploy_name of a deploy with no label, commit or image
 
@@ -191,16 +193,21 @@ UNNAMED = "(unnamed)"  # deploy_name of a deploy with no label, commit or image
 def deploy_ref(ref: str) -> int | None:
     """The id a ``deploy:N`` reference names (``deploy list``'s deploy column; ``deploy:N
     (name)`` as ``ingest`` and ``deploy move`` print it), else None (a commit, a digest, a
-    label).  The one place the form is read: a selector after the id (``deploy:3@ready``) is
-    split off before (``ref.partition("@")``), by whoever reads it.
+    label, or a number no database holds).  The one place the form is read: a selector after the
+    id (``deploy:3@ready``) is split off before (``ref.partition("@")``), by whoever reads it.
 
     >>> deploy_ref("deploy:3"), deploy_ref("deploy:3 (qwen-fp8)"), deploy_ref("qwen-fp8"), deploy_ref("deploy:x")
     (3, 3, None, None)
+    >>> deploy_ref("deploy:" + "9" * 5000)
     """
     found = _DEPLOY_REF.fullmatch(ref.strip())
-    if found is not None and int(found.group(1)) <= MAX_FIGURE:
-        return int(found.group(1))
-    return None
+    return as_id(found.group(1)) if found is not None else None
+
+
+def is_deploy_ref(ref: str) -> bool:
+    """Whether ``ref`` has the form ``deploy:N`` or ``deploy:N (name)`` (digits of any length,
+    ``deploy_ref`` or not): it names a deploy by its id, never a label, commit or digest."""
+    return _DEPLOY_REF.fullmatch(ref.strip()) is not None
 
 
 def resolve_deploys(session: Reader, ref: str) -> list[Deploy]:
@@ -213,9 +220,9 @@ def resolve_deploys(session: Reader, ref: str) -> list[Deploy]:
     ref = ref.strip()
     if not ref:
         return []
-    number = deploy_ref(ref)
-    if number is not None:
-        d = get_deploy(session, number)
+    if is_deploy_ref(ref):
+        number = deploy_ref(ref)
+        d = None if number is None else get_deploy(session, number)
         return [d] if d is not None else []
     digest = ref if ref.startswith("sha256:") else f"sha256:{ref}"
     where, params = "label = :ref", {"ref": ref}
@@ -249,8 +256,8 @@ def one_deploy(session: Reader, ref: str, by_id: bool = False) -> Deploy:
         if d is not None:
             return d
     deploys = the_one_printed(resolve_deploys(session, ref), ref)
-    if not deploys and deploy_ref(ref) is not None:
-        raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
+    if not deploys and is_deploy_ref(ref):
+        raise LedgerError(f"{shown(ref)}: no such deploy (ledger deploy list shows them)")
     if not deploys:
         raise LedgerError(f"{shown(ref)}: no deploy by that {'id, ' if by_id else ''}commit, digest or label")
     if len(deploys) > 1:
@@ -261,8 +268,8 @@ def one_deploy(session: Reader, ref: str, by_id: bool = False) -> Deploy:
 def deploys_named(session: Reader, ref: str) -> list[Deploy]:
     """``resolve_deploys``, or the error that no deploy goes by ``ref``."""
     deploys = resolve_deploys(session, ref)
-    if not deploys and deploy_ref(ref) is not None:
-        raise LedgerError(f"{ref}: no such deploy (ledger deploy list shows them)")
+    if not deploys and is_deploy_ref(ref):
+        raise LedgerError(f"{shown(ref)}: no such deploy (ledger deploy list shows them)")
     if not deploys:
         raise LedgerError(f"{shown(ref)}: no deploy by that commit, digest or label")
     return deploys

@@ -4,6 +4,8 @@ reads (``ledger.queries``, the web view's JSON)."""
 
 from __future__ import annotations
 
+import re
+
 SETTINGS = {
     "card_ceiling_bytes": "bytes",  # weights + KV pool must fit under it (per GPU)
     "host_cap_bytes": "bytes",  # pinned host memory must fit under it
@@ -20,5 +22,8 @@ FORMULA_SETTINGS = ("model", "tensor_parallel_size", "speculative_method")
 def typed_settings(stored: dict[str, str]) -> dict[str, int | str]:
     """Settings as the numbers they are (the table keeps text: a setting of a newer ledger that
     this one does not know stays as stored)."""
-    return {k: int(v) if SETTINGS.get(k) in ("bytes", "boot", "count") and v.strip().lstrip("-").isdigit() else v
+    return {k: int(v) if SETTINGS.get(k) in ("bytes", "boot", "count") and _WHOLE.fullmatch(v.strip()) else v
             for k, v in sorted(stored.items())}
+
+
+_WHOLE = re.compile(r"-?[0-9]{1,18}")  # a number int() reads (not "²", not 5,000 digits)

@@ -23,6 +23,7 @@ from ledger import parsers
 from ledger.parsers.packs import PackError, load_pack
 
 LEDGER = [sys.executable, "-m", "ledger"]
+F008_BODY = next(REAL.glob("008_*.log"))
 MIB = 1024  # ru_maxrss is in KiB
 F005 = next(REAL.glob("005_*.log"))
 
@@ -234,6 +235,24 @@ def test_a_megabyte_of_word_characters_before_a_header_is_read():
     assert r.code == 0 and r.out.split() == ["APIServer", "1", "INFO", "hi"], r.err
 
 
+def test_128_kb_of_brackets_before_a_log_line_is_read_in_linear_time(tmp_path):
+    """Issue 38, item 16: the test of whether a block holds a vLLM line (``VLLM_LINE_SEARCH``) tried
+    a traceback frame's path from each "[" of a run to the run's end: 32 kB of "[" before a log
+    took 6 s to ingest, 128 kB over a minute; 128 kB of "[/vllm/" never ended (each "/vllm/" of
+    the path retried).  Linear, the three files take well under a second each: the child is
+    stopped at 10 s, a bound the quadratic reading misses by far (it is not a timing: bench/ceilings.py
+    times it)."""
+    body = F008_BODY.read_text().split("# ---\n", 1)[1]
+    logs = []
+    for name, run in (("brackets", "["), ("frames", "[/vllm/"), ("prefixes", "(a pid=1, ip=")):
+        path = tmp_path / f"{name}.log"
+        path.write_text(run * (128 * 1024 // len(run)) + " " + body)
+        logs.append(str(path))
+    r = measured([*LEDGER, "--db", str(tmp_path / "l.db"), "ingest", *logs], timeout=10)
+    assert r.code == 0, r.err
+    assert r.out.count("boot ") == 3, r.out  # each file's boot is read, the line after the run too
+
+
 # -- 14: a typed-field pattern that backtracks on longer figures is refused at load -------------------
 
 
@@ -285,6 +304,43 @@ def test_values_under_the_cap_are_printed_whole(cli, tmp_path):
     cli("--db", ledger, "ingest", str(F005), "--year", "2026")
     r = cli("--db", ledger, "sql", "SELECT hex(zeroblob(1000)) AS v", "--format", "csv")
     assert r.output == "v\n" + "0" * 2000 + "\n" and r.exit_code == 0
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_one_huge_blob_is_cut_said_and_printed_in_bounded_memory(tmp_path, fmt):
+    """Issue 38, item 16: a BLOB was printed whole, as Python's repr of its bytes (300 MB took
+    6.2 GB); now as hex (``\\x…``, as psql prints a bytea), cut at 1 MiB of the value."""
+    ledger = str(tmp_path / "l.db")
+    subprocess.run([*LEDGER, "--db", ledger, "ingest", str(F005), "--year", "2026"], cwd=ROOT, check=True,
+                   capture_output=True)
+    terminal = {**os.environ, "COLUMNS": "80"} if fmt == "table" else None
+    r = measured([*LEDGER, "--db", ledger, "sql", "SELECT zeroblob(48000000) AS v", "--format", fmt], env=terminal)
+    assert r.code == 0, r.err
+    assert len(r.out) < 3 * 2**20, len(r.out)  # 2 MiB of hex at most (before: 192 MB of repr)
+    if fmt != "table":
+        assert "\\x" + "00" * 1000 in r.out and "[cut: 48,000,000 bytes]" in r.out
+    assert r.err.strip() == ("sql: 1 value longer than 1 MiB was cut (marked '… [cut: N bytes]'); "
+                             "select a part with substr()")
+    assert r.peak_kib < 300 * MIB
+
+
+def test_a_blob_is_printed_as_hex_and_a_long_value_cut_on_every_database(db, cli):
+    import json
+
+    cli("ingest", str(F005), "--year", "2026")
+    blob = "decode('00ff61', 'hex')" if db.startswith("postgresql") else "x'00ff61'"
+    r = cli("sql", f"SELECT {blob} AS v", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.output) == [{"v": "\\x00ff61"}], r.output
+    assert cli("sql", f"SELECT {blob} AS v", "--format", "csv").output == "v\n\\x00ff61\n"
+    big = ("SELECT repeat('é', 600000) AS t, decode(repeat('ab', 1100000), 'hex') AS b" if db.startswith("postgresql")
+           else "SELECT replace(hex(zeroblob(600000)), '00', 'é') AS t, zeroblob(1100000) AS b")
+    r = cli("sql", big, "--format", "json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.output.split("\nsql: ")[0])
+    assert row["t"].endswith("… [cut: 1,200,000 bytes]") and len(row["t"].encode()) < 2**20 + 100
+    assert row["b"].endswith("… [cut: 1,100,000 bytes]") and len(row["b"]) < 2 * 2**20 + 100
+    assert "sql: 2 values longer than 1 MiB were cut" in r.output
 
 
 # -- 16: ledger serve builds one heavy page once, and a bounded number at a time ------------------------

@@ -63,6 +63,40 @@ def test_a_boot_id_no_database_holds_is_one_line(db, cli, tmp_path, args, ref):
     assert rows(db, "SELECT count(*) FROM boot") == [(1,)]
 
 
+@pytest.mark.parametrize("ref", [f"deploy:{LONG_ID}", "deploy:\u00b2", "deploy:9223372036854775808",
+                                 f"deploy:{LONG_ID}@ready"])
+@pytest.mark.parametrize("args", [
+    ["history", "--deploy", "{}"], ["show", "{}"], ["diff", "{}", "1"], ["diff", "1", "{}"], ["check", "{}"],
+    ["note", "{}"], ["runtime", "{}"], ["predict", "--like", "{}", "--kv-bytes", "1e9"],
+    ["sweep", "max_model_len", "--deploy", "{}"], ["deploy", "set", "{}", "model=x"], ["deploy", "unset", "{}", "model"],
+    ["deploy", "label", "{}", "x"], ["deploy", "move", "1", "{}"], ["plot", "history", "--deploy", "{}", "-o", "{tmp}/h.png"],
+    ["plot", "deploy", "{}", "-o", "{tmp}/d.png"],
+])
+def test_a_deploy_id_no_database_holds_is_one_line(db, cli, tmp_path, args, ref):
+    """Issue 38, item 15: ``deploy:<5,000 digits>`` (and ``deploy:²``) raised int()'s ValueError
+    as a traceback in every command that reads a deploy reference; the error echoes at most 60
+    characters of it."""
+    if args[0] == "plot":
+        pytest.importorskip("matplotlib")
+    cli("ingest", str(F008), "--label", "D")
+    line = _one_line_error(cli(*[a.replace("{}", ref).replace("{tmp}", str(tmp_path)) for a in args]))
+    assert len(line) < 400, line
+    assert rows(db, "SELECT count(*) FROM boot") == [(1,)]
+
+
+@pytest.mark.parametrize("boots", [["9223372036854775808"], ["1", "9223372036854775808"], ["9" * 5000], ["\u00b2"],
+                                   ["\u0663"], ["99999999999999999999999"]])
+def test_deploy_move_of_a_boot_id_no_database_holds_is_one_line(db, cli, boots):
+    """``deploy move 9223372036854775808 D`` raised OverflowError binding it (past SQLite's
+    64-bit integer; PostgreSQL's bigint likewise); nothing moves."""
+    cli("ingest", str(F008), "--label", "D")
+    cli("ingest", str(next(p for p in sorted(REAL.glob("*.log")) if p != F008)), "--label", "E", "--year", "2026")
+    before = rows(db, "SELECT id, deploy_id FROM boot ORDER BY id")
+    line = _one_line_error(cli("deploy", "move", *boots, "E"))
+    assert len(line) < 400 and "Traceback" not in line, line
+    assert rows(db, "SELECT id, deploy_id FROM boot ORDER BY id") == before
+
+
 @pytest.mark.parametrize("url", [
     "postgresql+psycopg://ledger:pw@127.0.0.1:x/db",  # a port that is no number
     "postgresql+psycopg://ledger:pw@[::1/db",  # an IPv6 host without its ']'

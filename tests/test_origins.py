@@ -62,3 +62,38 @@ def test_a_unit_run_begins_where_the_invocation_changes():
 def test_a_journal_message_that_is_not_utf8_is_kept_as_bytes():
     unit = Origin(kind="unit", name="vllm.service", source_name="unit:vllm.service", executable="journalctl")
     assert list(unit.text_lines([_entry("a", 1, [0x66, 0xFF, 0x6F])])) == [b"1970-01-01T00:00:00.000001Z f\xffo\n"]
+
+
+# -- issue 38, item 9: a name that starts with "-" is an option to the runtime, not a name ---------------
+
+
+def _recording_runtimes(tmp_path, monkeypatch):
+    """docker, podman and journalctl on PATH that record their arguments and know nothing."""
+    import os
+
+    seen = tmp_path / "argv"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for exe in ("docker", "podman", "journalctl"):
+        script = bin_dir / exe
+        script.write_text(f'#!/bin/sh\necho "{exe} $*" >> {seen}\necho "no such container" >&2\nexit 1\n')
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return seen
+
+
+def test_a_container_or_unit_name_that_starts_with_a_dash_is_refused(db, cli, tmp_path, monkeypatch):
+    """``ingest --container -l`` ran ``podman container inspect -l``: podman's --latest, so
+    the last container started was ingested instead.  Now no runtime is run."""
+    seen = _recording_runtimes(tmp_path, monkeypatch)
+    for args in (["ingest", "--container", "-l"], ["ingest", "--container=--latest"],
+                 ["ingest", "--container", "-l", "--runtime", "podman"], ["ingest", "--container", "-"],
+                 ["ingest", "--unit", "--since=2020-01-01"], ["ingest", "--unit", "-x"],
+                 ["watch", "--container", "-l"], ["watch", "--container=--latest", "--runtime", "docker"],
+                 ["watch", "--unit", "-x"], ["watch", "--unit", "-x", "--journal-dir", str(tmp_path)]):
+        r = cli(*args)
+        assert r.exit_code == 2, (args, r.output)
+        lines = r.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: ") and "-" in lines[0], (args, r.output)
+        assert "starts with" in lines[0], (args, r.output)
+    assert not seen.exists(), seen.read_text()

@@ -144,6 +144,100 @@ def test_sql_session_on_postgresql_is_read_only(db, cli, statement):
     assert r.exit_code == 0, r.output
 
 
+# -- issue 38, item 12: a superuser's URL: a read-only transaction does not bind COPY … TO PROGRAM --------
+
+
+@pytest.mark.parametrize("statement", [
+    "COPY fact TO STDOUT", "DO $$BEGIN NULL; END$$", "SET ROLE NONE", "RESET ROLE", "CALL nothing()",
+    "DELETE FROM fact", "ANALYZE fact", "LISTEN x", "GRANT SELECT ON fact TO PUBLIC", "PREPARE p AS SELECT 1",
+    "LOCK TABLE fact", "CHECKPOINT", "DISCARD ALL", "VACUUM",
+])
+def test_sql_runs_only_a_read_statement_on_every_database(db, cli, statement):
+    """A statement is refused unless its first word is SELECT, WITH, VALUES, TABLE, EXPLAIN or SHOW
+    (PRAGMA on SQLite): said before the database is asked."""
+    cli("ingest", str(F008))
+    before = rows(db, "SELECT count(*) FROM fact")
+    r = cli("sql", statement)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert "ledger sql is read-only" in r.output and statement.split()[0] in r.output, r.output
+    assert rows(db, "SELECT count(*) FROM fact") == before
+
+
+@pytest.fixture
+def server_dir():
+    """A folder the server's own user (postgres) can write a file into: proof that a program ran."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ledger-sql-"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _psql_deleting_facts(db: str) -> str:
+    """The trial's program: psql connecting back to the ledger and deleting its facts."""
+    from sqlalchemy.engine import make_url
+
+    u = make_url(db)
+    return f"psql -h {u.host} -p {u.port or 5432} -U {u.username} -d {u.database} -c \"DELETE FROM fact\""
+
+
+_EXEC_COPY = "EXECUTE 'COPY (SELECT 1) TO PROGRAM ''touch {marker}''';"
+_LO_EXPORT = "lo_export(lo_from_bytea(0, 'x'), '{marker}')"
+
+
+@postgres_only
+@pytest.mark.parametrize("statement", [
+    "COPY (SELECT 1) TO PROGRAM '{program}; touch {marker}'",  # the trial's: 46 facts deleted
+    "/* /* */ SELECT */ COPY (SELECT 1) TO PROGRAM '{program}; touch {marker}'",  # sqlparse: SELECT; the server: COPY
+    "/* /* */ SHOW */ COPY (SELECT 1) TO PROGRAM '{program}; touch {marker}'",
+    "/* /* */ EXPLAIN */ DO $$BEGIN RESET ROLE; " + _EXEC_COPY + " END$$",
+    "DO $$BEGIN " + _EXEC_COPY + " END$$",
+    "SELECT " + _LO_EXPORT,
+    "SELECT \"lo_export\"" + _LO_EXPORT[len("lo_export"):],
+    "SELECT pg_catalog.LO_EXPORT" + _LO_EXPORT[len("lo_export"):],
+    "SELECT U&\"lo_expor\\0074\"" + _LO_EXPORT[len("lo_export"):],
+    "SELECT set_config('role', 'none', false), query_to_xml('SELECT "
+    + _LO_EXPORT.replace("'", "''") + "', true, true, '')",
+    "SELECT pg_read_file('/etc/hostname')",
+    "SELECT pg_terminate_backend(2147483647)",
+    "SELECT pg_reload_conf()",
+    "SELECT dblink_exec('dbname=postgres', 'DELETE FROM fact')",
+])
+def test_sql_on_a_superuser_url_runs_no_program_and_touches_no_server_file(db, cli, statement, server_dir):
+    """The test database's URL is a superuser's (``.ci/postgres.sh``'s ``ledger``): a READ ONLY
+    transaction let ``COPY … TO PROGRAM`` run a program that deleted the facts.  Now the text
+    is refused (a statement that is not a read; a function that reads or writes server files,
+    runs programs, signals backends or changes the role) and, whatever the text checks miss,
+    the statement runs as ``pg_read_all_data``, which has no right but reading."""
+    cli("ingest", str(F008))
+    before = rows(db, "SELECT count(*) FROM fact")
+    assert rows(db, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user") == [(True,)]
+    marker = server_dir / "ran"
+    r = cli("sql", statement.format(program=_psql_deleting_facts(db), marker=marker))
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and r.output.startswith("Error: sql:"), \
+        r.output
+    # refused as no read, or the name; or, where sqlparse read a SHOW or EXPLAIN the server would
+    # not, the server's syntax error on what follows the keyword ledger sql wrote
+    assert "ledger sql is read-only" in r.output or "syntax error" in r.output, r.output
+    assert not marker.exists() and rows(db, "SELECT count(*) FROM fact") == before
+
+
+@postgres_only
+def test_sql_on_a_superuser_url_still_reads_every_table_and_view(db, cli):
+    cli("ingest", str(F008))
+    facts = rows(db, "SELECT count(*) FROM fact")[0][0]
+    assert cli("sql", "SELECT count(*) AS n FROM fact", "--format", "csv").output.split() == ["n", str(facts)]
+    for query in ("SELECT count(*) FROM boot_figures", "SELECT count(*) FROM kv_formula", "TABLE deploy",
+                  "EXPLAIN SELECT count(*) FROM fact", "SHOW transaction_read_only",
+                  "WITH x AS (SELECT 1 AS a) SELECT a FROM x", "VALUES (1)", "/* a comment */ SELECT 1",
+                  "(SELECT 1)", "EXPLAIN (COSTS OFF) SELECT 1", "EXPLAIN ANALYZE SELECT 1", "explain select 1"):
+        r = cli("sql", query, "--format", "csv")
+        assert r.exit_code == 0, (query, r.output)
+    assert cli("sql", "SELECT current_user AS u", "--format", "csv").output.split() == ["u", "pg_read_all_data"]
+
+
 def test_sql_has_a_timeout(db, cli):
     cli("ingest", str(F008))
     forever = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
@@ -244,6 +338,42 @@ def test_sql_table_output_is_unchanged_for_a_small_result(db, cli):
     out = cli("sql", "SELECT name, count(*) AS n FROM fact GROUP BY name ORDER BY name LIMIT 3").output
     lines = out.splitlines()
     assert lines[0].split() == ["name", "n"] and set(lines[1]) <= {"-", " "} and len(lines) == 5
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "jsonl", "markdown"])
+def test_sql_keeps_every_column_of_one_name(db, cli, fmt):
+    """Issue 38, item 8: ``select count(*), count(distinct deploy_id) from boot`` printed ``2 2``
+    on PostgreSQL (both columns are named "count" there; psql prints ``84 | 2``): the rows were
+    dicts keyed by the label, so the second column overwrote the first.  Every column is kept;
+    JSON, JSON lines and CSV key a repeated label with ``_2``, ``_3`` … (skipping labels taken)."""
+    import csv
+    import io
+    import json
+
+    cli("ingest", str(F008))
+    cli("ingest", str(REAL / "005_v1-runpod-iso-timestamps-gptoss120b-workerproc-failed.log"))
+    boots, deploys = rows(db, "SELECT count(*), count(DISTINCT deploy_id) FROM boot")[0]
+    assert boots != deploys  # the bug showed only where the two differ
+    query = "SELECT count(*) AS n, count(DISTINCT deploy_id) AS n, 7 AS n_2, 8 AS n FROM boot"
+    r = cli("sql", query, "--format", fmt)
+    assert r.exit_code == 0, r.output
+    out = r.output
+    want = {"n": boots, "n_3": deploys, "n_2": 7, "n_4": 8}
+    if fmt == "json":
+        assert json.loads(out) == [want] and list(json.loads(out)[0]) == ["n", "n_3", "n_2", "n_4"]
+    elif fmt == "jsonl":
+        assert [json.loads(x) for x in out.splitlines() if x] == [want]
+    elif fmt == "csv":
+        got = list(csv.reader(io.StringIO(out)))
+        assert got[:2] == [["n", "n_3", "n_2", "n_4"], [str(boots), str(deploys), "7", "8"]]
+    else:  # for people: the labels as the database gives them
+        lines = [x for x in out.splitlines() if x.strip()]
+        cells = [c.strip() for c in lines[-1].strip("| ").split("|")] if fmt == "markdown" else lines[-1].split()
+        assert cells == [str(boots), str(deploys), "7", "8"], out
+        assert lines[0].replace("|", " ").split() == ["n", "n", "n_2", "n"], out
+    # the database's own labels, told apart (SQLite names a column by its expression)
+    got = json.loads(cli("sql", "SELECT count(*), count(DISTINCT deploy_id) FROM boot", "--format", "json").output)
+    assert list(got[0].values()) == [boots, deploys]
 
 
 # -- 2. passwords are never printed ---------------------------------------------------------------------

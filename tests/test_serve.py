@@ -545,6 +545,22 @@ def test_a_boot_id_no_database_holds_is_a_404(db, cli):
                 assert status == 404, path
 
 
+def test_a_deploy_id_no_database_holds_is_a_404(db, cli):
+    """Issue 38, item 15: ``deploy:<5,000 digits>`` was a 500 (int()'s ValueError) on the seven
+    routes that read a boot or deploy reference."""
+    from urllib.parse import quote
+
+    cli("ingest", str(next(REAL.glob("008_*.log"))), "--label", "D")
+    with pages(db) as get:
+        for ref in ("deploy:" + "9" * 5000, "deploy:\u00b2", "deploy:9223372036854775808", "deploy:" + "9" * 5000 + "@ready"):
+            for path in (f"/boot/{ref}", f"/api/boot/{ref}", f"/api/boot/{ref}/runtime", f"/deploy/{ref}",
+                         f"/api/deploy/{ref}", f"/diff?a={ref}&b=1", f"/api/diff?a=1&b={ref}"):
+                status, body = get(quote(path, safe="/?=&"))
+                assert status == 404, (path[:40], status)
+                if not path.startswith("/diff?"):  # (the diff page's form keeps what was typed)
+                    assert "9" * 100 not in body, path[:40]  # the error echoes at most 60 characters
+
+
 # -- a 1,280 px screen (issue 23) ---------------------------------------------------------------------
 
 

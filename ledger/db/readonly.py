@@ -5,23 +5,52 @@
   ``stream()``), whose Parse message takes one statement, so the server itself refuses
   ``COMMIT; DELETE …`` however the text hides its semicolons (``#``, ``'\\'``, dollar quotes).
   ``sqlparse`` only gives the same refusal early, for the texts it splits as the server would.
+* A read.  The statement's first word (``sqlparse``, comments skipped) is SELECT, WITH, VALUES,
+  TABLE, EXPLAIN or SHOW (PRAGMA on SQLite, whose authorizer decides which); anything else
+  (COPY, DO, SET, CALL …) is refused before the database is asked (issue 38, item 12).
 * The connection cannot write, whatever the statement says.  SQLite: the file opened with
   ``mode=ro``, ``query_only`` on and an authorizer that allows reading only.  PostgreSQL (psycopg
   only): a connection of its own (never pooled, never handed to anyone after), whose *session*
   is read only (``SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY``) and whose transaction
   begins ``READ ONLY``; it is rolled back.
+* On PostgreSQL a READ ONLY transaction does not bind a superuser: ``COPY … TO PROGRAM`` runs
+  a program (the trial's deleted the facts through psql), ``lo_export`` writes a server file,
+  ``pg_read_file`` reads one.  So, three more walls, each enough for what the others miss:
+  - the server decides what runs: a query is sent only inside ``DECLARE … CURSOR FOR`` (the
+    server takes a SELECT, VALUES, TABLE or WITH there, and no WITH that writes), EXPLAIN and
+    SHOW with the keyword written here, not taken from the text — so no comment that
+    ``sqlparse`` reads otherwise than the server (PostgreSQL nests ``/* /* */ */``) can make
+    it run a COPY or a DO;
+  - the text may not name a function that reads or writes the server's files, runs SQL text or
+    programs, signals other sessions or changes the session's role or settings (``SERVER_SIDE``:
+    ``set_config``, ``query_to_xml``, ``lo_export``, ``pg_read_file``, ``dblink_exec``,
+    ``pg_terminate_backend`` …; matched anywhere in the text, quotes and comments included, and
+    no ``U&"…"`` identifier, which could spell one with escapes);
+  - a role with rights beyond reading (a superuser, or a member of
+    ``pg_execute_server_program``, ``pg_read_server_files``, ``pg_write_server_files`` or
+    ``pg_signal_backend``) runs the statement as ``pg_read_all_data`` (``SET ROLE``, PostgreSQL
+    14+): every table and view readable, no other right, so the server refuses ``COPY … TO
+    PROGRAM``, ``lo_export`` and ``pg_read_file`` whatever the text.  Where that role cannot be
+    taken, such a URL is refused for ``ledger sql`` in one line.  (``SET ROLE`` can be undone by
+    the session user — hence no ``set_config`` in the text.)
 * A time limit (``timeout`` seconds; 0 for none): PostgreSQL's ``statement_timeout``; SQLite's
   progress handler, which also stops the query on Ctrl-C (SQLite otherwise runs to the end of
   a statement before Python sees the signal).
 * Rows are fetched in batches as they are written out (PostgreSQL: a server-side cursor, or
   row by row for ``EXPLAIN``/``SHOW``), so memory stays flat for millions of rows.
-* SQLite: a text value longer than ``MAX_VALUE`` bytes is cut as it is fetched, marked where it
-  was cut, and counted (``Result.cut``): one 100 MB value cost 0.7-2.1 GB to print.
+* A value longer than ``MAX_VALUE`` bytes is cut, marked where it was cut (``… [cut: N bytes]``),
+  and counted (``Result.cut``): one 100 MB value cost 0.7-2.1 GB to print, a 300 MB BLOB 6.2 GB.
+  SQLite's text is cut as it is fetched (the text factory), the rest as each row comes: a BLOB
+  (and PostgreSQL's bytea) is printed as hex after ``\\x``, as psql prints a bytea, its first
+  ``MAX_VALUE`` bytes; a PostgreSQL text its first ``MAX_VALUE`` bytes of UTF-8.  SQLite rows
+  are fetched one at a time, so one row's values are what is held (the driver still gets each
+  value whole: about twice its size while it is read).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -36,8 +65,8 @@ from .location import sqlite_file
 DEFAULT_TIMEOUT = 120  # seconds: ``ledger sql --timeout``
 _SYNTAX_ERROR = "42601"  # PostgreSQL's SQLSTATE for DECLARE … FOR a statement that is not a query
 _BATCH = 1000  # rows fetched at a time
-_PROGRESS_STEPS = 10_000
-MAX_VALUE = 1024 * 1024  # bytes of one text value printed by ledger sql (SQLite)  # SQLite VM steps between two looks at the clock and at Ctrl-C
+_PROGRESS_STEPS = 10_000  # SQLite VM steps between two looks at the clock and at Ctrl-C
+MAX_VALUE = 1024 * 1024  # bytes of one value printed by ledger sql (a BLOB: as hex, twice as long)
 
 _READ_PRAGMAS = {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
                  "foreign_key_list", "function_list", "collation_list", "pragma_list"}
@@ -75,6 +104,58 @@ def one_statement(query: str) -> str:
     if not found:
         raise LedgerError("sql: no statement given")
     return query
+
+
+READS = ("SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW")  # what ledger sql runs (PRAGMA too on SQLite)
+
+
+def first_word(query: str) -> tuple[str, int]:
+    """The statement's first word, upper case, as ``sqlparse`` reads it (whitespace, comments,
+    ``;`` and opening parentheses skipped), and where in ``query`` it ends."""
+    import sqlparse
+    from sqlparse import tokens as T
+
+    at = 0
+    for stmt in sqlparse.parse(query):
+        for tok in stmt.flatten():
+            if tok.is_whitespace or tok.ttype in T.Comment or (tok.ttype is T.Punctuation and tok.value in ";("):
+                at += len(tok.value)
+                continue
+            return tok.value.upper(), at + len(tok.value)
+    return "", len(query)
+
+
+def read_statement(query: str, sqlite: bool) -> tuple[str, int]:
+    """``first_word`` of a statement ledger sql runs; any other is refused in one line."""
+    word, end = first_word(query)
+    if word not in READS and not (sqlite and word == "PRAGMA"):
+        shown = word if len(word) <= 30 else word[:27] + "..."
+        raise LedgerError(f"sql: {shown or 'this'}: ledger sql is read-only: it runs one SELECT, WITH, VALUES, "
+                          f"TABLE, EXPLAIN or SHOW statement{' (or PRAGMA)' if sqlite else ''}")
+    return word, end
+
+
+# Functions a PostgreSQL statement may not name (anywhere in its text: a name in a comment or a
+# string is refused too, so that no reading of the text hides one): they read or write the
+# server's files, run programs or SQL text, signal other sessions, change the session's role or
+# settings, or change the server's state.  A read-only transaction does not stop them for a
+# superuser; ``pg_read_all_data`` (below) stops the ones checked by privilege, and this the rest
+# (``set_config('role', 'none', …)`` would give the session user's rights back).
+SERVER_SIDE = re.compile(r"""(?ix)
+    \b(?: set_config | query_to_xml\w* | cursor_to_xml\w* | ts_stat | dblink\w* | lo_\w+ | loread | lowrite
+        | pg_read_\w+ | pg_ls_\w+ | pg_stat_file | pg_file_\w+ | pg_stat_reset\w* | pg_\w*_backend
+        | pg_reload_conf | pg_rotate_logfile | pg_logfile_rotate | pg_promote | pg_switch_(?:wal|xlog)
+        | pg_create_restore_point | pg_backup_\w+ | pg_start_backup | pg_stop_backup | pg_\w*replication\w*
+        | pg_logical_\w+ | pg_\w*_slot\w* | pg_(?:wal|xlog)_replay_\w+ | pg_import_system_collations
+        | pg_log_backend_memory_contexts )\b
+    | \bu&\"
+""")
+
+
+def server_side_name(query: str) -> str | None:
+    """The first ``SERVER_SIDE`` name in ``query``, else None."""
+    m = SERVER_SIDE.search(query)
+    return None if m is None else m.group(0)
 
 
 MIN_TIMEOUT = 0.001  # seconds: PostgreSQL's statement_timeout counts milliseconds
@@ -115,7 +196,8 @@ class Result:
 
 class _CappedText:
     """sqlite3's text factory: a value decoded as UTF-8, cut to ``MAX_VALUE`` bytes (at a
-    character's start) and marked when longer, and counted."""
+    character's start) and marked when longer, and counted; ``row`` does the same for the
+    values of a row that no text factory saw (a BLOB, PostgreSQL's values)."""
 
     def __init__(self) -> None:
         self.cut = 0
@@ -129,6 +211,47 @@ class _CappedText:
             end -= 1
         return raw[:end].decode("utf-8", "replace") + f"… [cut: {len(raw):,} bytes]"
 
+    def blob(self, raw: bytes | bytearray | memoryview) -> str:
+        """A binary value as ``\\x`` and the hex of its first ``MAX_VALUE`` bytes (marked when cut)."""
+        size = len(raw)
+        shown = "\\x" + bytes(raw[:MAX_VALUE]).hex()
+        if size <= MAX_VALUE:
+            return shown
+        self.cut += 1
+        return shown + f"… [cut: {size:,} bytes]"
+
+    def text(self, value: str) -> str:
+        """A text value no text factory cut (PostgreSQL's), cut to ``MAX_VALUE`` bytes of UTF-8."""
+        if len(value) <= MAX_VALUE // 4:  # at most 4 bytes a character
+            return value
+        if value.isascii():  # (a flag of the string: no scan)
+            size = len(value)
+        else:  # counted a piece at a time: no second copy of a large value
+            size = sum(len(value[at:at + MAX_VALUE].encode("utf-8", "replace"))
+                       for at in range(0, len(value), MAX_VALUE))
+        if size <= MAX_VALUE:
+            return value
+        self.cut += 1
+        raw = value[:MAX_VALUE].encode("utf-8", "replace")
+        end = min(MAX_VALUE, len(raw))
+        while end < len(raw) and end > 0 and raw[end] & 0xC0 == 0x80:  # not inside a character
+            end -= 1
+        return raw[:end].decode("utf-8", "replace") + f"… [cut: {size:,} bytes]"
+
+    def row(self, row: tuple[Any, ...], texts: bool) -> tuple[Any, ...]:
+        """``row`` with its binary values as hex and (``texts``) its long texts cut."""
+        for v in row:
+            kind = type(v)
+            if kind in _BINARY or (texts and kind is str and len(v) > MAX_VALUE // 4):
+                break
+        else:
+            return row  # the common row: nothing to change, no copy
+        return tuple(self.blob(v) if type(v) in _BINARY else self.text(v) if texts and type(v) is str else v
+                     for v in row)
+
+
+_BINARY = (bytes, bytearray, memoryview)
+
 
 @contextmanager
 def run_sql(ledger: Ledger, query: str, timeout: float = DEFAULT_TIMEOUT) -> Iterator[Result]:
@@ -137,10 +260,18 @@ def run_sql(ledger: Ledger, query: str, timeout: float = DEFAULT_TIMEOUT) -> Ite
     one_statement(query)
     path = sqlite_file(ledger.url)
     if ledger.is_sqlite:
+        read_statement(query, sqlite=True)
         with _run_on_sqlite(ledger, path, query, timeout) as result:
             yield result
     else:
-        with _run_on_server(ledger, query, timeout) as result:
+        word, end = read_statement(query, sqlite=False)
+        name = server_side_name(query)
+        if name is not None:
+            shown = name if len(name) <= 40 else name[:37] + "..."
+            raise LedgerError(f"sql: {shown} is refused: ledger sql is read-only, and on PostgreSQL this function "
+                              "reads or writes the server's files, runs programs or SQL text, signals other "
+                              "sessions or changes the session's role")
+        with _run_on_server(ledger, query, word, end, timeout) as result:
             yield result
 
 
@@ -197,9 +328,13 @@ def _run_on_sqlite(ledger: Ledger, path: Any, query: str, timeout: float) -> Ite
         columns = [d[0] for d in cur.description] if cur.description else []
 
         def rows() -> Iterator[tuple[Any, ...]]:
+            # one row at a time (sqlite3 steps the statement a row per row either way): a batch of
+            # rows of large BLOBs would be held at once
+            cut = capped.row
             try:
-                while batch := cur.fetchmany(_BATCH):
-                    yield from batch
+                for row in cur:
+                    # (sqlite3 gives a BLOB as bytes; its text the text factory has cut)
+                    yield cut(row, False) if bytes in map(type, row) else row
             except sqlite3.Error as exc:
                 raise fail(exc) from None
 
@@ -212,8 +347,34 @@ def _run_on_sqlite(ledger: Ledger, path: Any, query: str, timeout: float) -> Ite
             conn.close()
 
 
+# the predefined roles whose rights go beyond reading (files, programs, other sessions)
+_POWERFUL_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files", "pg_signal_backend")
+READER_ROLE = "pg_read_all_data"  # PostgreSQL 14+: reads every table, view and sequence; nothing else
+
+
+def _drop_rights(cur: Any) -> None:
+    """Run the session as ``READER_ROLE`` when its role could do more than read (a superuser,
+    or a member of ``_POWERFUL_ROLES``); refuse such a role where that cannot be done."""
+    cur.execute(
+        "SELECT current_user, current_setting('is_superuser') = 'on', "
+        "ARRAY(SELECT rolname FROM pg_roles WHERE rolname = ANY(%s) AND pg_has_role(oid, 'MEMBER') ORDER BY rolname), "
+        "EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s AND pg_has_role(oid, 'MEMBER'))",
+        (list(_POWERFUL_ROLES), READER_ROLE))
+    user, superuser, powers, can_read_all = cur.fetchone()
+    if not superuser and not powers:
+        return
+    if can_read_all:
+        cur.execute(f"SET ROLE {READER_ROLE}")
+        return
+    what = "a superuser" if superuser else f"a member of {', '.join(powers)}"
+    raise LedgerError(f"sql: the URL's role {user} is {what}, which a read-only transaction does not bind "
+                      f"(COPY … TO PROGRAM, server files), and it cannot read as {READER_ROLE} here "
+                      f"(PostgreSQL 14+, or a member of it): give ledger sql the URL of a role that can "
+                      f"only read the ledger")
+
+
 @contextmanager
-def _run_on_server(ledger: Ledger, query: str, timeout: float) -> Iterator[Result]:
+def _run_on_server(ledger: Ledger, query: str, word: str, end: int, timeout: float) -> Iterator[Result]:
     from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
 
@@ -248,9 +409,10 @@ def _run_on_server(ledger: Ledger, query: str, timeout: float) -> Iterator[Resul
                 # transaction could not write in the next one
                 cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
                 cur.execute(f"SET statement_timeout = {round(timeout * 1000)}")
+                _drop_rights(cur)
             conn.autocommit = False
             conn.read_only = True  # psycopg begins each transaction READ ONLY
-            cur, rows = _server_rows(conn, query)
+            cur, rows = _server_rows(conn, query, word, end)
         except LedgerError:
             raise
         except Exception as exc:  # the database's own message is the answer
@@ -259,16 +421,20 @@ def _run_on_server(ledger: Ledger, query: str, timeout: float) -> Iterator[Resul
             raise fail(exc) from None
         columns = [d.name for d in cur.description] if cur.description else []
 
+        capped = _CappedText()
+
         def guarded() -> Iterator[tuple[Any, ...]]:
+            cut = capped.row
             try:
-                yield from rows
+                for row in rows:
+                    yield cut(row, True)
             except Exception as exc:
                 if not _is_db_error(exc):
                     raise
                 raise fail(exc) from None
 
         try:
-            yield Result(columns, guarded())
+            yield Result(columns, guarded(), capped)
         finally:
             close = getattr(rows, "close", None)
             if close is not None:
@@ -279,38 +445,39 @@ def _run_on_server(ledger: Ledger, query: str, timeout: float) -> Iterator[Resul
         engine.dispose()
 
 
-def _server_rows(conn: Any, query: str) -> tuple[Any, Iterator[tuple[Any, ...]]]:
+def _server_rows(conn: Any, query: str, word: str, end: int) -> tuple[Any, Iterator[tuple[Any, ...]]]:
     """The cursor (for its description) and the rows of ``query`` on psycopg connection
-    ``conn``.  Every way in sends the text with the extended protocol (Parse/Bind/Execute),
-    whose Parse takes one statement: the server itself refuses ``COMMIT; DELETE …`` ("cannot
-    insert multiple commands into a prepared statement"), however the text hides its semicolons
-    from sqlparse.  A query goes through a server-side cursor (``DECLARE … CURSOR FOR``, rows
-    fetched ``_BATCH`` at a time, its columns known even when it has no rows); a statement a
-    cursor cannot take (``EXPLAIN``, ``SHOW``) is streamed row by row instead."""
+    ``conn`` (``word``: its first word, ending at ``end``).  Every way in sends the text with the
+    extended protocol (Parse/Bind/Execute), whose Parse takes one statement: the server itself
+    refuses ``COMMIT; DELETE …`` ("cannot insert multiple commands into a prepared statement"),
+    however the text hides its semicolons from sqlparse.  The server also decides what runs: a
+    query goes through a server-side cursor (``DECLARE … CURSOR FOR``, which takes a SELECT,
+    VALUES, TABLE or WITH and nothing else; rows fetched ``_BATCH`` at a time, its columns known
+    even when it has no rows); EXPLAIN and SHOW, which a cursor cannot take, are streamed row by
+    row with their keyword written here and the rest of the text after it — so a text whose
+    comments ``sqlparse`` reads otherwise than the server never runs as a COPY or a DO."""
+    if word in ("EXPLAIN", "SHOW"):
+        cur = conn.cursor()
+        stream = cur.stream(f"{word} {query[end:]}")
+        first = next(stream, None)
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            if first is not None:
+                yield first
+                yield from stream
+
+        return cur, _Closing(rows(), stream)
     cur = conn.cursor(name="ledger_sql")
     cur.itersize = _BATCH
     try:
         cur.execute(query)
-        return cur, iter(cur)
     except Exception as exc:
-        if not _is_db_error(exc) or getattr(exc, "sqlstate", None) != _SYNTAX_ERROR:
-            raise
-    conn.rollback()  # the failed DECLARE ended its transaction; the next begins READ ONLY too
-    cur = conn.cursor()
-    stream = cur.stream(query)
-    try:
-        first = next(stream, None)
-    except Exception as exc:
-        if _is_db_error(exc) and "didn't produce a result" in str(exc):  # COMMIT, SET: no rows
-            return cur, iter(())
-        raise
-
-    def rows() -> Iterator[tuple[Any, ...]]:
-        if first is not None:
-            yield first
-            yield from stream
-
-    return cur, _Closing(rows(), stream)
+        if not _is_db_error(exc) or getattr(exc, "sqlstate", None) != _SYNTAX_ERROR \
+                or "multiple commands" in str(exc):
+            raise  # a second statement: said as such (fail)
+        raise LedgerError(f"sql: {reason(exc)} (ledger sql is read-only: the server takes a query here as a "
+                          f"SELECT, WITH, VALUES or TABLE only)") from None
+    return cur, iter(cur)
 
 
 class _Closing:

@@ -54,9 +54,12 @@ _WRAPPERS = [
 # A paste can lose the opening parenthesis, so it is optional at the start of the line.
 # The name starts a word ("(?<!\w)"): searched for in a line of N word characters, a match is
 # tried from the word's start only, not from each of its N characters (N^2 steps: 18 s at 32 kB).
+# A pid of more than 18 digits (out of any column's range; int() refuses past 4,300) is no prefix.
+# The ip's text stops at a parenthesis either way: tried from each "(" of a line of "(a pid=1, ip=",
+# "[^)]*" ran to the line's end every time (quadratic).
 _PROCESS = re.compile(
-    r"\(?(?<!\w)(?P<proc>[A-Za-z_][\w]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?) pid=(?P<pid>\d+)"
-    r"(?:, ip=[^)]*)?\) ?"
+    r"\(?(?<!\w)(?P<proc>[A-Za-z_][\w]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?) pid=(?P<pid>\d{1,18})"
+    r"(?:, ip=[^()]*)?\) ?"
 )
 # The same, further into a line without vLLM's header: only with its parentheses, after the start
 # or a space, and (when nested) the run of prefixes up to the last one.
@@ -107,14 +110,19 @@ def rank_of(process: str) -> int | None:
     ``APIServer``) and for a name without an index (``RayWorkerWrapper``, ``Worker``)."""
     m = _RANK_EQ.search(process)
     if m:
-        return int(m.group(1))
+        return _index(m.group(1))
     if process.startswith(_ENGINE_WIDE):
         return None
     groups = dict(_GROUP.findall(process))
     for group in _RANK_GROUPS:
         if group in groups:
-            return int(groups[group])
+            return _index(groups[group])
     return None
+
+
+def _index(printed: str) -> int | None:
+    """A rank as printed; None past 18 digits (no column holds it, int() refuses past 4,300)."""
+    return int(printed) if len(printed) <= 18 else None
 
 
 def strip_colour(text: str) -> str:
@@ -187,13 +195,17 @@ def _set_process(line: Line, m: re.Match[str]) -> None:
 # '  File "…/site-packages/vllm/entrypoints/llm.py", line 297, in __init__', IPython 8's
 # 'File ~/…/site-packages/vllm/entrypoints/llm.py:297, in LLM.__init__(…)' and Colab's
 # '[/usr/…/dist-packages/vllm/utils.py](https://localhost:8080/#) in inner(…)'.
-VLLM_FRAME = r'(?:File "?|\[)[^\s"\]]*/vllm/[^\s"\]]*\.py(?:", line \d+|:\d+, in |\]\()'
+# Linear in the text's length (issue 38, item 16): the path stops at a "[" as at a "]", so the paths
+# tried from two starts never overlap (from each "[" of a run of them, "[^\s"\]]*" ran to the run's
+# end: 128 kB of "[" took minutes), and its part up to "/vllm/" is atomic — the last "/vllm/" before
+# the path's end, never retried at each earlier one (a path of "/vllm//vllm/…" was cubic).
+VLLM_FRAME = r'(?:File "?|\[)(?>[^\s"\[\]]*/vllm/)[^\s"\[\]]*\.py(?:", line \d+|:\d+, in |\]\()'
 
 # A cheap test used before building Line objects: does a block hold any vLLM line at all (a
 # header, a process prefix as on traceback and tqdm lines, or a frame of vLLM's code in a bare
 # traceback)?  Message-only text is told by its wordings instead (``Parse``).  The pattern's
 # text: the readers compile it for bytes, and nothing compiles it for text at every start-up.
-VLLM_LINE_SEARCH = (_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^)]*)?\)|"
+VLLM_LINE_SEARCH = (_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:, ip=[^()]*)?\)|"
                     + VLLM_FRAME)
 
 
@@ -205,7 +217,7 @@ VLLM_LINE_SEARCH = (_HEADER.pattern + r"|\([A-Za-z_][\w]*(?: [\w=]+)? pid=\d+(?:
 # ``FastShape`` append their message pattern to it, so a served log's stats line is read — line
 # model and figures — in one match.  Tests hold all of it to parse_line on every fixture line.
 PLAIN_SHAPE = (
-    r"(?:\(([A-Za-z_]\w*) pid=(\d+)\) )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"(?:\(([A-Za-z_]\w*) pid=(\d{1,18})\) )?(DEBUG|INFO|WARNING|ERROR|CRITICAL) "
     r"(\d\d-\d\d \d\d:\d\d:\d\d) \[([^\s:\[\]]+):\d+\] (?=[!-~])"
 )
 PLAIN_GROUPS = 5

@@ -294,8 +294,11 @@ class Rule:
             return []
         try:
             data = self.read(m, line, record)
-        except units.UnitError:
-            return []  # a figure out of range (an extractor's): the line is not read, never guessed at
+        except (ValueError, OverflowError):
+            # a figure out of range or no number (units.UnitError is a ValueError) that an
+            # extractor did not read figure by figure: the line is not read, never guessed at,
+            # and the boot and the files after it are (issue 38)
+            return []
         if data is None:
             return []
         return [Event(self.kind, line, text, data, self)]
@@ -436,8 +439,10 @@ class RuntimeRule(Rule):
     def compile(self) -> None:
         super().compile()
         if self.fast is not None:
-            self._fast = re.compile(self.fast.pattern)
-            self._fast_line = re.compile(PLAIN_SHAPE + self.fast.pattern)
+            # ASCII: a figure's \d is 0-9 only (int() reads "٣" as 3; no log prints it), as on the
+            # raw line, which is read only when it is ASCII
+            self._fast = re.compile(self.fast.pattern, re.ASCII)
+            self._fast_line = re.compile(PLAIN_SHAPE + self.fast.pattern, re.ASCII)
 
     def read(self, m: Any, line: Line, record: str) -> dict[str, Any] | None:
         return self.extract(m, line, record)

@@ -30,7 +30,10 @@ PLAIN_UNITS = {"%": "%", "x": "x", "tokens": "tokens", "blocks": "blocks", "slot
 #: every unit a grammar pack may name
 PACK_UNITS = ("GiB", "MiB", "KiB", "GB", "MB", "bytes", "s", "ms", "%", "x", "tokens", "blocks", "slots", "t/s")
 
-_NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.(\d*))?(?:[eE][+-]?\d+)?$")
+# a digit before the exponent (``e3``, ``.e3``, ``-e3`` are no numbers: float() refuses them, issue
+# 38), ASCII digits only (``²`` is a digit to str.isdigit(), not to int(); ``٣`` is one to both,
+# and no log prints it)
+_NUMBER = re.compile(r"^[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d*))?|\.(\d+))(?:[eE][+-]?\d+)?$", re.ASCII)
 SIZE_RE = re.compile(r"(?P<num>\d+(?:\.\d+)?)\s?(?P<unit>bytes|[KMGT]i?B|B)\b")
 
 
@@ -52,7 +55,7 @@ def _decimals(text: str) -> int:
         raise UnitError(f"not a number: {text!r}")
     if "e" in text.lower():
         return 0
-    return len(m.group(1) or "")
+    return len(m.group(1) or m.group(2) or "")
 
 
 # the largest figure stored: 2**53, below which every whole number is exact in the double a
@@ -77,15 +80,15 @@ def in_range(num: float | int, text: str = "") -> float | int:
 def parse_number(text: str) -> float | int:
     """'1,350,182' -> 1350182, '2.5' -> 2.5, '7.3e9' -> 7300000000.0; a figure out of range
     (``in_range``) is a UnitError."""
-    if len(text) <= 18 and text.isdigit():  # the common case, fast (18 digits always fit)
+    if len(text) <= 18 and text.isdigit() and text.isascii():  # the common case, fast (18 digits always fit)
         return int(text)
-    if text.count(".") == 1 and text.replace(".", "", 1).isdigit():
+    if text.count(".") == 1 and len(text) > 1 and text.replace(".", "", 1).isdigit() and text.isascii():
         return in_range(float(text), text)
     t = text.strip()
-    if not t or not _NUMBER.match(t) or t in {".", "+", "-"}:
-        raise UnitError(f"not a number: {text!r}")
+    if not _NUMBER.match(t):
+        raise UnitError(f"not a number: {text[:40]!r}")
     t = t.replace(",", "")
-    if re.fullmatch(r"[+-]?\d+", t):
+    if re.fullmatch(r"[+-]?[0-9]+", t):
         if len(t) > 25:  # int() of thousands of digits is slow (and Python refuses past 4300)
             raise UnitError(f"out of range: {text[:40]!r}")
         return in_range(int(t), text)

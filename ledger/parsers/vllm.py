@@ -112,10 +112,13 @@ class _FreeMemoryOnDevice(FactRule):
                 continue
             for group, name, unit in fields:
                 printed = piece.group(group)
-                if unit == "":
-                    values[name] = units.Quantity(int(printed), "bytes", None, printed)
-                else:
-                    values[name] = units.quantity(printed, piece.group("u") if unit == "u" else unit)
+                try:
+                    if unit == "":
+                        values[name] = units.Quantity(_count(printed), "bytes", None, printed)
+                    else:
+                        values[name] = units.quantity(printed, piece.group("u") if unit == "u" else unit)
+                except units.UnitError:
+                    continue  # a damaged figure costs that figure
         return signed_figures(values)
 
 
@@ -461,8 +464,19 @@ def _figures(record: str, table: Sequence[tuple[LazyPattern, str]]) -> dict[str,
         printed = m.group("v")
         if printed.startswith("-"):
             continue
-        out[name] = units.size(printed) if re.search(r"[A-Za-z]", printed) else int(printed)
+        try:
+            out[name] = units.size(printed) if re.search(r"[A-Za-z]", printed) else _count(printed)
+        except units.UnitError:
+            continue  # a damaged figure costs that figure, not the failure
     return out
+
+
+def _count(printed: str) -> int:
+    """A whole number printed in digits; a UnitError past ``units.MAX_FIGURE``."""
+    value = units.parse_number(printed)
+    if not isinstance(value, int):
+        raise units.UnitError(f"not a count: {printed[:40]!r}")
+    return value
 
 
 def _oom(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
@@ -525,10 +539,15 @@ def _startup_memory(m: re.Match[str], line: Line, record: str) -> dict[str, Any]
     s = _STARTUP_MEMORY.search(record)
     if s is None:
         return {}
-    return {FailureFigure.free_bytes: units.quantity(s.group("f"), "GiB"),
-            FailureFigure.total_capacity_bytes: units.quantity(s.group("t"), "GiB"),
-            FailureFigure.gpu_memory_utilization: float(s.group("u")),
-            FailureFigure.requested_bytes: units.quantity(s.group("r"), "GiB")}
+    out: dict[str, Any] = {}
+    for name, group in ((FailureFigure.free_bytes, "f"), (FailureFigure.total_capacity_bytes, "t"),
+                        (FailureFigure.gpu_memory_utilization, "u"), (FailureFigure.requested_bytes, "r")):
+        try:  # a damaged figure costs that figure, not the failure
+            out[name] = (float(units.parse_number(s.group(group))) if group == "u"
+                         else units.quantity(s.group(group), "GiB"))
+        except units.UnitError:
+            continue
+    return out
 
 
 # an exception stated as Python prints it: "ValueError: …", "torch.OutOfMemoryError: …",
@@ -717,7 +736,9 @@ _STATS_KEYS = {
     "CPU KV cache usage": RuntimeSeries.cpu_kv_cache_usage_pct,
     "Prefix cache hit rate": RuntimeSeries.prefix_cache_hit_rate_pct,
 }
-_ENGINE_IDX = LazyPattern(r"^Engine (?P<e>\d+): ")
+# at most 18 ASCII digits: int() of a longer one is out of any column's range (and Python refuses past
+# 4,300 digits); such an engine is not read
+_ENGINE_IDX = LazyPattern(r"^Engine (?P<e>[0-9]{1,18}): ")
 
 
 def _stats(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
@@ -746,8 +767,8 @@ def _stats(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
         try:
             values.setdefault(name, units.parse_number(number))
         except units.UnitError:
-            continue  # a damaged figure is not guessed at
-    if RuntimeSeries.prompt_throughput_tps not in values:
+            continue  # a damaged figure is not guessed at: it costs that figure, not the record
+    if not values:
         return None
     e = _ENGINE_IDX.search(record)
     return {"kind": RuntimeKind.engine_stats, "engine": int(e.group("e")) if e else None, "values": values}
@@ -766,16 +787,34 @@ _SPEC_V1 = {
     "Avg Draft acceptance rate": RuntimeSeries.spec_draft_acceptance_rate_pct,
     "Draft acceptance rate": RuntimeSeries.spec_draft_acceptance_rate_pct,
 }
-_PER_POSITION = LazyPattern(r"Per-position acceptance rate: (?P<v>(?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
+_PER_POSITION = "Per-position acceptance rate"
+
+
+def _rate(printed: str) -> float | None:
+    """One of the per-position rates: a number, else unread (None, as ``nan`` is)."""
+    try:
+        return float(units.parse_number(printed))
+    except units.UnitError:
+        return None
 
 
 # V1 0.8.3+ "SpecDecoding metrics: …" (ref §2.9)
 def _spec_v1(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
+    """The ", "-joined "key: value" parts; the per-position rates are the parts after their key
+    up to the next "key: value" part.  A damaged figure costs that figure (a rate: that rate)."""
     values: dict[str, Any] = {}
-    pp = _PER_POSITION.search(record)
-    body = record[: pp.start()] + record[pp.end():] if pp else record
-    for part in body[body.find("SpecDecoding metrics: ") + len("SpecDecoding metrics: "):].split(", "):
-        key, sep, val = part.partition(": ")
+    parts = record[record.find("SpecDecoding metrics: ") + len("SpecDecoding metrics: "):].split(", ")
+    at = 0
+    while at < len(parts):
+        key, sep, val = parts[at].partition(": ")
+        at += 1
+        if sep and key == _PER_POSITION:
+            rates = [val]
+            while at < len(parts) and ": " not in parts[at]:
+                rates.append(parts[at])
+                at += 1
+            values.setdefault(RuntimeSeries.spec_per_position_acceptance, [_rate(x) for x in rates])
+            continue
         name = _SPEC_V1.get(key)
         if not sep or name is None:
             continue
@@ -783,33 +822,34 @@ def _spec_v1(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None
             values.setdefault(name, units.parse_number(val.split(" ", 1)[0].rstrip("%")))
         except units.UnitError:
             continue
-    if pp:
-        values[RuntimeSeries.spec_per_position_acceptance] = [
-            None if x == "nan" else float(x) for x in pp.group("v").split(", ")
-        ]
     return {"kind": RuntimeKind.spec_decode, "engine": None, "values": values} if values else None
 
 
 # V0 0.4.1-0.9.2 "Speculative metrics: Draft acceptance rate: {:.3f}, System efficiency: {:.3f},
 # Number of speculative tokens: {}, Number of accepted tokens: {}, Number of draft tokens: {},
 # Number of emitted tokens: {}." ("draft tokens tokens" in 0.4.1-0.5.2).  Counts are cumulative.
-_SPEC_V0 = LazyPattern(
-    r"Draft acceptance rate: (?P<rate>[\d.]+).*?Number of accepted tokens: (?P<acc>\d+), "
-    r"Number of draft tokens(?: tokens)?: (?P<draft>\d+)"
-)
+_SPEC_V0 = {
+    RuntimeSeries.spec_draft_acceptance_rate_pct: LazyPattern(r"Draft acceptance rate: (?P<v>[^,]*)"),
+    RuntimeSeries.spec_accepted_tokens: LazyPattern(r"Number of accepted tokens: (?P<v>[^,]*)"),
+    RuntimeSeries.spec_drafted_tokens: LazyPattern(r"Number of draft tokens(?: tokens)?: (?P<v>[^,]*)"),
+}
 
 
 def _spec_v0(m: re.Match[str], line: Line, record: str) -> dict[str, Any] | None:
-    s = _SPEC_V0.search(record)
-    if not s:
-        return None
-    values = {
-        # printed as a fraction; stored as percent like V1's
-        RuntimeSeries.spec_draft_acceptance_rate_pct: round(float(s.group("rate")) * 100, 6),
-        RuntimeSeries.spec_accepted_tokens: int(s.group("acc")),
-        RuntimeSeries.spec_drafted_tokens: int(s.group("draft")),
-    }
-    return {"kind": RuntimeKind.spec_decode, "engine": None, "values": values}
+    """Each figure on its own: a damaged one costs that figure, not the record."""
+    values: dict[str, Any] = {}
+    for name, pattern in _SPEC_V0.items():
+        s = pattern.search(record)
+        if s is None:
+            continue
+        try:
+            value = units.parse_number(s.group("v").rstrip("."))
+        except units.UnitError:
+            continue
+        if name == RuntimeSeries.spec_draft_acceptance_rate_pct:
+            value = round(float(value) * 100, 6)  # printed as a fraction; stored as percent like V1's
+        values[name] = value
+    return {"kind": RuntimeKind.spec_decode, "engine": None, "values": values} if values else None
 
 
 # Fast shapes of the two lines a served V1 log is mostly made of, exactly as 0.8.3+ prints them:

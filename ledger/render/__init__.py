@@ -87,6 +87,26 @@ def rows_lines(rows: Callable[[], Iterable[dict[str, Any]]], columns: Sequence[s
 SQL_PAGE = 1000  # ledger sql: a table takes its widths from this many rows
 
 
+def unique_keys(labels: Sequence[str]) -> list[str]:
+    """A key per column for ``labels`` that may repeat (``ledger sql``: PostgreSQL names both
+    ``count(*)`` and ``count(DISTINCT x)`` "count"; ``SELECT 1 AS a, 2 AS a``): a label's first
+    column keeps it, each later one gets ``_2``, ``_3`` … — the first of those no column is
+    labelled or keyed yet (docs/output-contract.md)."""
+    taken = set(labels)
+    used: set[str] = set()
+    keys = []
+    for label in labels:
+        key = label
+        if key in used:
+            n = 2
+            while f"{label}_{n}" in taken or f"{label}_{n}" in used:
+                n += 1
+            key = f"{label}_{n}"
+        used.add(key)
+        keys.append(key)
+    return keys
+
+
 def rows_stream(rows: Iterable[Sequence[Any]], columns: Sequence[str], fmt: str, *,
                 flexible: Sequence[str] = (), page: int = SQL_PAGE) -> Iterator[str]:
     """``rows_text`` for a result too large to hold (``ledger sql``): the text in pieces (to
@@ -94,9 +114,15 @@ def rows_stream(rows: Iterable[Sequence[Any]], columns: Sequence[str], fmt: str,
     ``columns``' order) arrive.  A table fits the terminal by its first ``page`` rows."""
     from . import terminal
 
-    columns = list(columns)
-    w = writer(fmt, columns, width=terminal.width() if fmt == "table" else None, flexible=flexible, fit_by=page)
+    labels = list(columns)
+    keys = unique_keys(labels)  # a row is a dict: a repeated label must not overwrite a column
+    # for people (table, markdown) the labels as the database gave them; for machines the keys
+    headers = {k: label for k, label in zip(keys, labels, strict=True)} if fmt in ("table", "markdown") else None
+    wanted = set(flexible)
+    flex = [k for k, label in zip(keys, labels, strict=True) if label in wanted]
+    w = writer(fmt, keys, headers=headers, width=terminal.width() if fmt == "table" else None, flexible=flex,
+               fit_by=page)
     first = True
-    for piece in pieces((dict(zip(columns, r, strict=True)) for r in rows), w, chunk=page):
+    for piece in pieces((dict(zip(keys, r, strict=True)) for r in rows), w, chunk=page):
         yield piece if first else "\n" + piece
         first = False
