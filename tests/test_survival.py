@@ -326,9 +326,11 @@ def test_the_check_page_and_its_json_say_crashed(five):
 
 
 def test_the_deploys_page_shows_the_crash_as_failing(five):
+    """The outcome's badge says it (a survival column would push the page past 1,280 px), its
+    title names the survival verdict, and the JSON carries it."""
     from test_serve import pages
 
     with pages(five) as get:
         status, html = get("/")
-        assert status == 200 and 'class="verdict v-crashed failing"' in html
+        assert status == 200 and 'title="survival: crashed" class="failing"><span class="outcome o-crashed"' in html
         assert json.loads(get("/api/deploys")[1])[0]["verdicts"]["survival"] == "crashed"
