@@ -9,16 +9,27 @@ stored, README "Idempotence"), then followed: appended lines as they come; a fil
 and created again (rotation) is read to its end and the new one from its start; a file that
 became shorter (truncated) is read again from its start; a file that does not exist yet is
 waited for.  Its lines are numbered as one stream across rotations and truncations.
+
+Every follower is bounded, in memory and in time, whatever the bytes: NULs are dropped as the
+ingest drops them (a hole of them is no text; a sparse file's holes are skipped unread with
+``SEEK_DATA``), a line with no end in sight is kept up to ``MAX_LINE`` (its start, as the ingest
+keeps it) and the rest skipped to its newline, and ``read`` returns by its timeout even while it
+reads a long run of bytes without a line — so Ctrl-C and SIGTERM are heard within it.  A named
+pipe is opened without waiting for a writer (a blocking open cannot be interrupted) and read
+as it is written, across writers; a device is refused.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import select
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+
+from ledger.parsers.source import MAX_LINE, drop_nuls, line_start
 
 BLOCK = 8 * 1024 * 1024  # read at most this much at a time (a large file's catch-up)
 POLL_S = 0.05  # how often a file at its end is looked at again
@@ -26,20 +37,39 @@ READ = 1 << 20  # a pipe is read this much at a time; a shorter read means it wa
 
 
 class _Lines:
-    """Bytes in, whole lines out: the part after the last newline waits for the rest."""
+    """Bytes in, whole lines out: the part after the last newline waits for the rest.  NULs are
+    dropped, and a line longer than ``MAX_LINE`` without its end is handed out as its start (cut
+    at a space) and the rest skipped up to its newline — as ``parsers.source`` reads a file — so
+    what waits here is bounded whatever the bytes."""
 
     def __init__(self) -> None:
         self.partial = b""
+        self.skipping = False  # within the rest of an over-long line
+        self.long_lines = 0
 
     def take(self, data: bytes) -> bytes:
+        if b"\0" in data:
+            data = drop_nuls(data)
+        if self.skipping:
+            cut = data.find(b"\n")
+            if cut < 0:
+                return b""
+            self.skipping = False
+            data = data[cut + 1:]
         data = self.partial + data
         cut = data.rfind(b"\n") + 1
-        self.partial = data[cut:]
-        return data[:cut]
+        lines, rest = data[:cut], data[cut:]
+        if len(rest) > MAX_LINE:
+            lines += line_start(rest)
+            rest, self.skipping = b"", True
+            self.long_lines += 1
+        self.partial = rest
+        return lines
 
     def rest(self) -> bytes:
         """The unfinished last line, finished (the source ended or was replaced)."""
         rest, self.partial = self.partial, b""
+        self.skipping = False
         return rest + b"\n" if rest else b""
 
 
@@ -50,7 +80,8 @@ class FileFollower:
     def __init__(self, path: str, on_note: Callable[[str], None] | None = None, poll: float = POLL_S):
         self.path, self.poll = path, poll
         self.on_note = on_note or (lambda _text: None)
-        self._f: Any = None
+        self._fd: int | None = None
+        self._fifo = False
         self._id: tuple[int, int] | None = None
         self.pos = 0
         self.lines = _Lines()
@@ -58,37 +89,75 @@ class FileFollower:
         self._waiting_said = False
 
     def _open(self) -> bool:
+        from ..errors import LedgerError
+
         try:
-            f = open(self.path, "rb")  # noqa: SIM115 (kept open while it is followed)
+            # never blocks: a named pipe with no writer yet is opened at once (a blocking open
+            # cannot be interrupted: Ctrl-C and SIGTERM would wait for a writer)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             if not self._waiting_said:
                 self._waiting_said = True
                 self.on_note(f"{self.path}: does not exist yet; waiting for it")
             return False
         except OSError as exc:
-            from ..errors import LedgerError
-
             raise LedgerError(f"{self.path}: cannot be read ({exc.strerror or exc})") from None
-        st = os.fstat(f.fileno())
-        self._f, self._id, self.pos = f, (st.st_dev, st.st_ino), 0
+        st = os.fstat(fd)
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            os.close(fd)
+            raise LedgerError(f"{self.path}: is a device, not a log file")
+        if stat.S_ISDIR(st.st_mode):
+            os.close(fd)
+            raise LedgerError(f"{self.path}: is a folder, not a log file")
+        self._fd, self._fifo = fd, stat.S_ISFIFO(st.st_mode)
+        self._id, self.pos = (st.st_dev, st.st_ino), 0
+        self._skip_hole()
         return True
+
+    def _read(self) -> bytes:
+        """The next block at ``pos`` (b"": nothing there now)."""
+        assert self._fd is not None
+        try:
+            data = os.read(self._fd, BLOCK)
+        except BlockingIOError:
+            return b""  # a pipe whose writer has written nothing yet
+        self.pos += len(data)
+        if data and data[-1] == 0 and not self._fifo:
+            self._skip_hole()
+        return data
+
+    def _skip_hole(self) -> None:
+        """Past a sparse file's hole at ``pos`` without reading it (its NULs would be dropped)."""
+        if self._fifo or not hasattr(os, "SEEK_DATA"):
+            return
+        assert self._fd is not None
+        try:
+            data_at = os.lseek(self._fd, self.pos, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                return  # the file system cannot tell: the hole is read, its NULs dropped
+            data_at = os.fstat(self._fd).st_size  # only a hole from here to the end
+        if data_at > self.pos:
+            self.pos = os.lseek(self._fd, data_at, os.SEEK_SET)
+        else:
+            os.lseek(self._fd, self.pos, os.SEEK_SET)
 
     def read(self, timeout: float) -> bytes | None:
         deadline = time.monotonic() + timeout
         while True:
-            if self._f is None and not self._open():
+            if self._fd is None and not self._open():
                 self.caught_up = True  # nothing there to catch up with
                 if time.monotonic() >= deadline:
                     return b""
                 time.sleep(self.poll)
                 continue
-            assert self._f is not None
-            data = self._f.read(BLOCK)
+            data = self._read()
             if data:
-                self.pos += len(data)
                 lines = self.lines.take(data)
                 if lines:
                     return lines
+                if time.monotonic() >= deadline:
+                    return b""  # a long run without a line (NULs, one huge line): the caller looks up
                 continue
             moved = self._moved()
             if moved is not None:
@@ -101,33 +170,31 @@ class FileFollower:
     def _moved(self) -> bytes | None:
         """At the end of the file: whether it was rotated or truncated (then what is left of its
         last line, finished, and the file is read anew); None if it is where it was."""
-        assert self._f is not None
+        assert self._fd is not None
         try:
             st: os.stat_result | None = os.stat(self.path)
         except FileNotFoundError:
             st = None  # renamed away, the new one not created yet: the old one may still grow
         if st is not None and (st.st_dev, st.st_ino) != self._id:
-            data = self._f.read(BLOCK)  # the last lines written before the rename
+            data = self._read()  # the last lines written before the rename
             if data:
-                self.pos += len(data)
                 return self.lines.take(data)
-            self._f.close()
-            self._f = None
+            self.close()
             self.on_note(f"{self.path}: rotated; reading the new file from its start")
             self._open()
             return self.lines.rest()
-        if st is not None and st.st_size < self.pos:
-            assert self._f is not None
-            self._f.seek(0)
+        if st is not None and not self._fifo and st.st_size < self.pos:
+            os.lseek(self._fd, 0, os.SEEK_SET)
             self.pos = 0
             self.on_note(f"{self.path}: truncated; reading it again from its start")
+            self._skip_hole()
             return self.lines.rest()
         return None
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class StreamFollower:
@@ -159,6 +226,8 @@ class StreamFollower:
             lines = self.lines.take(data)
             if lines:
                 return lines
+            if time.monotonic() >= deadline:
+                return b""  # a long run without a line: the caller looks up (a stop, a batch)
 
     def close(self) -> None:
         pass
@@ -224,6 +293,8 @@ class CommandFollower:
             lines = self._count(self.lines.take(data))
             if lines:
                 return lines
+            if time.monotonic() >= deadline:
+                return b""  # a long run without a line: the caller looks up (a stop, a batch)
 
     @staticmethod
     def poll_left(deadline: float) -> float:
