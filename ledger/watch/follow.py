@@ -75,7 +75,17 @@ class _Lines:
 
 class FileFollower:
     """A log file followed like ``tail -F`` (module docstring).  ``on_note(text)`` hears of a
-    rotation, a truncation or a file that is not there yet."""
+    rotation, a truncation or a file that is not there yet.
+
+    A truncation is told by the file's bytes, not by when it is looked at: the first
+    ``CHECK`` bytes of the file and the last ``CHECK`` bytes before the read position are kept,
+    and after every read both must still be what they were — a file truncated and written again
+    past the old position between two looks (a server restarted with ``>``) has other bytes
+    there, and is read again from its start.  ``new_run`` turns true at a truncation: what
+    follows is the file as an ``ingest`` of it reads it, from its line 1 (the watch ends the
+    boot being read there and numbers the lines anew)."""
+
+    CHECK = 4096
 
     def __init__(self, path: str, on_note: Callable[[str], None] | None = None, poll: float = POLL_S):
         self.path, self.poll = path, poll
@@ -84,8 +94,11 @@ class FileFollower:
         self._fifo = False
         self._id: tuple[int, int] | None = None
         self.pos = 0
+        self._head = b""  # the file's first bytes (up to CHECK), as read
+        self._tail = b""  # the bytes just before pos (up to CHECK), as read
         self.lines = _Lines()
         self.caught_up = False
+        self.new_run = False
         self._waiting_said = False
 
     def _open(self) -> bool:
@@ -110,21 +123,52 @@ class FileFollower:
             os.close(fd)
             raise LedgerError(f"{self.path}: is a folder, not a log file")
         self._fd, self._fifo = fd, stat.S_ISFIFO(st.st_mode)
-        self._id, self.pos = (st.st_dev, st.st_ino), 0
-        self._skip_hole()
+        self._id = (st.st_dev, st.st_ino)
+        self._rewind()
         return True
 
-    def _read(self) -> bytes:
-        """The next block at ``pos`` (b"": nothing there now)."""
+    def _rewind(self) -> None:
+        """Read the open file from its start (past a hole there)."""
         assert self._fd is not None
+        self.pos, self._head, self._tail = 0, b"", b""
+        if not self._fifo:
+            os.lseek(self._fd, 0, os.SEEK_SET)
+        self._skip_hole()
+
+    def _read(self) -> bytes | None:
+        """The next block at ``pos`` (b"": nothing there now; None: the file is not the one
+        read so far — truncated and written again — and is now read from its start)."""
+        assert self._fd is not None
+        at, tail = self.pos, self._tail
         try:
             data = os.read(self._fd, BLOCK)
         except BlockingIOError:
             return b""  # a pipe whose writer has written nothing yet
+        if self._fifo or not data:
+            return data
+        if not self._same(at, tail):
+            self._truncated()
+            return None
         self.pos += len(data)
-        if data and data[-1] == 0 and not self._fifo:
+        if len(self._head) < self.CHECK and at == len(self._head):
+            self._head += data[: self.CHECK - at]
+        self._tail = (tail + data[-self.CHECK:])[-self.CHECK:]
+        if data[-1] == 0:
             self._skip_hole()
         return data
+
+    def _same(self, at: int, tail: bytes) -> bool:
+        """Whether the file still holds, at its start and just before ``at``, the bytes read
+        there before (looked at after the read: the block read is of the file so checked)."""
+        assert self._fd is not None
+        if self._head and os.pread(self._fd, len(self._head), 0) != self._head:
+            return False
+        return not tail or os.pread(self._fd, len(tail), at - len(tail)) == tail
+
+    def _truncated(self) -> None:
+        self.on_note(f"{self.path}: truncated; reading it again from its start")
+        self.new_run = True
+        self._rewind()
 
     def _skip_hole(self) -> None:
         """Past a sparse file's hole at ``pos`` without reading it (its NULs would be dropped)."""
@@ -139,6 +183,7 @@ class FileFollower:
             data_at = os.fstat(self._fd).st_size  # only a hole from here to the end
         if data_at > self.pos:
             self.pos = os.lseek(self._fd, data_at, os.SEEK_SET)
+            self._tail = b""  # NULs before pos: nothing to hold the file to there
         else:
             os.lseek(self._fd, self.pos, os.SEEK_SET)
 
@@ -152,6 +197,8 @@ class FileFollower:
                 time.sleep(self.poll)
                 continue
             data = self._read()
+            if data is None:
+                return self.lines.rest()  # the old file's last line, finished; then the new run
             if data:
                 lines = self.lines.take(data)
                 if lines:
@@ -183,11 +230,8 @@ class FileFollower:
             self.on_note(f"{self.path}: rotated; reading the new file from its start")
             self._open()
             return self.lines.rest()
-        if st is not None and not self._fifo and st.st_size < self.pos:
-            os.lseek(self._fd, 0, os.SEEK_SET)
-            self.pos = 0
-            self.on_note(f"{self.path}: truncated; reading it again from its start")
-            self._skip_hole()
+        if not self._fifo and os.fstat(self._fd).st_size < self.pos:
+            self._truncated()
             return self.lines.rest()
         return None
 
