@@ -248,6 +248,7 @@ class StreamFollower:
         self.fd = fd
         self.lines = _Lines()
         self.caught_up = False
+        self.new_run = False
         self.ended = False
 
     def read(self, timeout: float) -> bytes | None:
@@ -292,6 +293,7 @@ class CommandFollower:
         self.proc: subprocess.Popen[bytes] | None = None
         self.lines = _Lines()
         self.caught_up = False
+        self.new_run = False
         self.seen = 0  # lines handed out so far
         self._skip = 0  # lines of a restarted command that were read before
         self._down_since: float | None = None

@@ -78,6 +78,7 @@ class _BootState:
 
 class Follower:  # the interface of ledger.watch.follow's followers
     caught_up: bool
+    new_run: bool  # the source starts again from its line 1 (a truncated file); reset by the watch
 
     def read(self, timeout: float) -> bytes | None: ...  # pragma: no cover
 
@@ -136,7 +137,7 @@ class Watch:
                 if data:
                     self.last_data = now
                     self._finished(self.live.feed(data))
-                if getattr(self.follower, "new_run", False):
+                if self.follower.new_run:
                     self.follower.new_run = False
                     self._new_run()
                 self._commit_due(now)
