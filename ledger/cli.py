@@ -1142,6 +1142,8 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
 @click.option("--webhook", metavar="URL", help="POST each alert to URL (retried with back-off, 4 tries).")
 @click.option("--webhook-backoff", default="1s", show_default=True, metavar="DURATION",
               help="The wait before a failed POST's first retry, doubled before each next one.")
+@click.option("--webhook-timeout", default="10s", show_default=True, metavar="DURATION",
+              help="How long one try of a POST may take in all (connect, send, the answer).")
 @click.option("--webhook-format", type=click.Choice(["json", "ntfy", "slack"]), default="json", show_default=True,
               help="json: the alert object; ntfy: its message as text with Title/Tags/Priority; slack: {\"text\": …}.")
 @format_option(formats=("table", "jsonl"))
@@ -1150,7 +1152,8 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
           journal_since: str | None, journal_files: tuple[str, ...], journal_dir: str | None, commit: str | None, image: str | None, label: str | None, repo: str | None,
           year: int | None, grammars: tuple[str, ...], kv_above: str, kv_for: str, decode_drop: str,
           decode_window: str, silent_for: str, commit_every: str, commit_samples: int, exec_cmd: str | None,
-          webhook: str | None, webhook_backoff: str, webhook_format: str, fmt: str, db: str | None) -> None:
+          webhook: str | None, webhook_backoff: str, webhook_timeout: str, webhook_format: str, fmt: str,
+          db: str | None) -> None:
     """Follow a live server's log into the ledger and say when something goes wrong.
 
     SOURCE is a log file (followed like tail -F: appends, rotation, truncation, a file that
@@ -1175,8 +1178,10 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
     from .watch import follower_for, parse_duration, parse_percent
     from .watch.alerts import Thresholds
     from .watch.session import Settings, Watch
-    from .watch.sinks import Sinks
+    from .watch.sinks import Sinks, check_webhook_url
 
+    if webhook is not None:
+        check_webhook_url(webhook)
     commit = _checked_commit(commit)
     _check_image(image)
     thresholds = Thresholds(kv_above=parse_percent("--kv-usage-above", kv_above),
@@ -1186,6 +1191,9 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
                             silent_for=parse_duration("--silent-for", silent_for))
     every = parse_duration("--commit-every", commit_every)
     backoff = parse_duration("--webhook-backoff", webhook_backoff)
+    post_timeout = parse_duration("--webhook-timeout", webhook_timeout)
+    if post_timeout <= 0:
+        raise LedgerError(f"--webhook-timeout {webhook_timeout}: expected a duration above 0, such as 10s")
     rules = _ruleset(grammars)
 
     def note(what: Any) -> None:
@@ -1206,7 +1214,7 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
         commit = repo_commit
     info = DeployInfo(commit=commit, image=image or (origin.image if origin is not None else None), label=label,
                       dirty=dirty, relabel=True)
-    sinks = Sinks(exec_cmd, webhook, webhook_format, on_note=note, backoff=backoff)
+    sinks = Sinks(exec_cmd, webhook, webhook_format, on_note=note, backoff=backoff, timeout=post_timeout)
 
     def emit(alert: Any) -> None:
         click.echo(alert_line(alert, fmt))

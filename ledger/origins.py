@@ -29,6 +29,7 @@ import bisect
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -82,11 +83,13 @@ class Origin:
 
     def text_lines(self, stream: Iterable[bytes]) -> Iterator[bytes]:
         """The log command's output as log lines: a container's as they come (each starts with
-        the runtime's RFC 3339 time), a unit's JSON entries as ``TIME MESSAGE`` lines (the time
+        the runtime's RFC 3339 time; the stamps of a split line's later records taken out:
+        ``rejoined``), a unit's JSON entries as ``TIME MESSAGE`` lines (the time
         in RFC 3339, UTC, to the microsecond journald keeps)."""
         if self.kind == "container":
             for raw in stream:
-                yield raw if raw.endswith(b"\n") else raw + b"\n"
+                whole = rejoined(raw)
+                yield whole if whole.endswith(b"\n") else whole + b"\n"
             return
         for raw in stream:
             line = _journal_line(raw)
@@ -159,7 +162,7 @@ def _copy_container_log(origin: Origin, src: IO[bytes], out: IO[bytes]) -> tuple
         if cut < 0:
             carry = data
             continue
-        block, carry = data[: cut + 1], data[cut + 1 :]
+        block, carry = rejoined_block(data[: cut + 1]), data[cut + 1 :]
         last = block[block.rfind(b"\n", 0, len(block) - 1) + 1 :]
         final = line_time_ns(last)
         if k < len(ends) and final is not None and final > ends[k]:
@@ -378,6 +381,54 @@ def rfc3339_ns(text: bytes) -> int | None:
     except (ValueError, UnicodeDecodeError):
         return None
     return int(when.timestamp()) * 1_000_000_000 + int((frac + "000000000")[:9] or 0)
+
+
+# A runtime keeps a long line — or any line its log pipe was read in the middle of — as several
+# records, each with its own time (podman's k8s-file log marks them P, partial, and F, full;
+# docker's json-file splits at 16 KiB), and ``logs --timestamps`` prints the records of one line
+# on one line, each after its own time and a space: ``T1 first part…T2 rest of the line``.  The
+# stamp in the middle is the runtime's framing, not the log's text: it goes (it made samples
+# unreadable and cut others in two, issue 38).  A stamp is the runtime's when it has the form the
+# line's own first stamp has (the same zone), and its time is not before the stamp before it nor
+# more than ``_PARTIAL_GAP_NS`` after it (the records of one line are stamped as they are read).
+_STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(Z|[+-]\d\d:\d\d) ")
+_PARTIAL_GAP_NS = 3600 * 1_000_000_000
+
+
+def rejoined(line: bytes) -> bytes:
+    """A ``logs --timestamps`` line with the stamps of its continuation records taken out: the
+    line's first stamp and the text as the container wrote it."""
+    first = _STAMP.match(line)
+    if first is None:
+        return line
+    zone = first.group(1)
+    if line.count(zone + b" ", first.end()) == 0:
+        return line  # the one look at the line this costs when nothing is in the middle
+    prev = rfc3339_ns(first.group(0)[:-1])
+    parts, start = [line[: first.end()]], first.end()
+    for m in _STAMP.finditer(line, first.end()):
+        if m.group(1) != zone or prev is None:
+            continue
+        at = rfc3339_ns(m.group(0)[:-1])
+        if at is None or not prev <= at <= prev + _PARTIAL_GAP_NS:
+            continue
+        parts.append(line[start : m.start()])
+        start, prev = m.end(), at
+    parts.append(line[start:])
+    return b"".join(parts)
+
+
+def rejoined_block(block: bytes) -> bytes:
+    """``rejoined`` of every line of a block of whole lines; a block whose lines each hold one
+    zone marker (their own stamp's) is returned as it is, after one count."""
+    first = _STAMP.match(block)
+    if first is None:
+        return block
+    marker = first.group(1) + b" "
+    if block.count(marker) <= block.count(b"\n"):
+        return block
+    return b"".join(rejoined(line) if line.count(marker) > 1 else line
+                    for line in block.splitlines(keepends=True))
 
 
 def line_time_ns(line: bytes) -> int | None:

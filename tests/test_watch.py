@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import REAL, ROOT
@@ -120,6 +121,42 @@ def test_truncation_is_read_again_from_the_start(db, tmp_path):
     assert "truncated" in w.stderr
 
 
+def test_a_file_truncated_and_refilled_within_one_poll_is_read_again_from_its_start(db, tmp_path):
+    """A server restarted with ``>``: the file truncated and written again, longer than before,
+    between two looks of the watch (50 ms apart).  Told by the file's bytes, not by its size:
+    the new file is read from its line 1, its boot stored once with its own samples, as an
+    ingest of it stores it, and a restarted watch stores nothing again.  Before: the watch read
+    on from the old offset (a phantom partial boot, samples in the wrong boot, the boot stored
+    again after a restart)."""
+    log = tmp_path / "vllm.log"
+    log.write_text(boot(T0) + served(T0, 3))
+    w = Watch(db, str(log), "--format", "jsonl", "--commit-every", "0.2s")
+    # the last stats line waits for the line after it (docs/watch.md): two of three are written
+    wait_until(lambda: _rows(db, "SELECT count(*) FROM runtime_sample_row") == [(2,)], what="the first boot")
+    later = T0 + dt.timedelta(minutes=10)
+    refill = (boot(later, 2, 44) + served(later, 20, api_pid=2)).encode()
+    with open(log, "r+b") as f:  # truncated and written again in one go: microseconds
+        f.truncate(0)
+        f.write(refill)
+    wait_until(lambda: _rows(db, "SELECT count(*) FROM runtime_sample_row") == [(22,)], what="the new file's boot")
+    assert w.stop() == 0
+    assert "truncated; reading it again from its start" in w.stderr
+    q = ("SELECT b.first_line, b.started_at, b.outcome, (SELECT count(*) FROM runtime_sample_row s "
+         "WHERE s.boot_id = b.id) FROM boot b ORDER BY b.id")
+    expected = [(1, "2026-10-01 09:00:00", "ready", 3), (1, "2026-10-01 09:10:00", "ready", 20)]
+    assert _rows(db, q) == expected
+    # the new file's boot is what an ingest of the file stores
+    plain = _ingested(tmp_path, log)
+    ident = "SELECT content_sha256, first_line, last_line, outcome FROM boot"
+    assert _rows(db, ident + " WHERE started_at = '2026-10-01 09:10:00'") == _rows(plain, ident)
+    # a restart reads the file again: nothing is stored twice
+    again = Watch(db, str(log), "--format", "jsonl")
+    wait_until(lambda: _rows(db, "SELECT count(*) FROM watch") == [(2,)], what="the second watch started")
+    time.sleep(1.5)
+    assert again.stop() == 0
+    assert _rows(db, q) == expected
+
+
 def test_stdin_is_watched_to_its_end_and_exits_zero(db):
     w = Watch(db, "-", "--format", "jsonl", stdin=subprocess.PIPE)
     assert w.proc.stdin is not None
@@ -180,6 +217,7 @@ class _Chunks:
     before chunk ``i``."""
 
     caught_up = True
+    new_run = False  # the Follower interface: a chunk is never a file read again from its start
 
     def __init__(self, chunks: list[str], before, stored, pause: float = 0.3):
         self.chunks, self.before, self.stored, self.pause, self.i = chunks, before, stored, pause, 0

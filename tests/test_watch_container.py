@@ -10,6 +10,7 @@ import datetime as dt
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -37,6 +38,7 @@ def container(tmp_path):
         (root / d).mkdir(parents=True)
     shutil.copy("/bin/dash", root / "bin" / "sh")
     shutil.copy("/bin/sleep", root / "bin" / "sleep")
+    shutil.copy("/bin/cat", root / "bin" / "cat")
     for lib in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"):
         shutil.copy(lib, root / lib.lstrip("/"))
     (root / "log" / "boot.log").write_text(boot(T0) + served(T0, 5) + crash(T0 + dt.timedelta(minutes=1)))
@@ -64,3 +66,29 @@ def test_a_container_printing_its_log_slowly_is_watched_as_it_prints(db, tmp_pat
                            "--runtime", "podman"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     _same_as_ingest(db, plain)
+
+
+def test_a_container_printing_split_lines_is_watched_with_every_sample_and_figure(db, tmp_path, container):
+    """The lines the runtime kept as several records (``logs --timestamps`` prints each record's
+    time in the middle of the line; issue 38, item 3) are read whole by the watch too: its
+    samples are those of an ingest of the file the container printed."""
+    from test_containers import SAMPLES, _ingest, _long_lines_log
+
+    data = tmp_path / "data"
+    data.mkdir()
+    log = _long_lines_log(data, intervals=5_000)
+    image = _podman("container", "inspect", container, "--format", "{{.ImageName}}").stdout.strip()
+    name = f"{container}-long"
+    _podman("create", "--name", name, "-v", f"{data}:/data", image, "/bin/sh", "-c", "cat /data/long.log")
+    try:
+        w = Watch(db, "--container", name, "--runtime", "podman", "--format", "jsonl")
+        _podman("start", name)
+        plain = str(tmp_path / "file.db")
+        assert _ingest("--db", plain, str(log)).returncode == 0
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and rows(db, "SELECT count(*) FROM runtime_sample_row")[0][0] < 4_999:
+            time.sleep(0.2)
+        assert w.stop() == 0
+        assert rows(db, SAMPLES) == rows(plain, SAMPLES), w.stderr[-3000:]
+    finally:
+        _podman("rm", "-f", name, check=False)

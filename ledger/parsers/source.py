@@ -112,7 +112,7 @@ class Source:
                         self.size += len(chunk)
                         self.consumed = position()
                         if b"\0" in chunk:  # memchr: the one look at every byte this costs
-                            chunk = _drop_nuls(chunk)
+                            chunk = drop_nuls(chunk)
                         if chunk:
                             yield chunk
                         continue
@@ -122,7 +122,7 @@ class Source:
                 if b"\0" in chunk:
                     # a hole of NULs (logrotate's copytruncate, a crash-zeroed tail) holds no line:
                     # it is dropped before lines are cut, so the line after it is read whole
-                    chunk = _drop_nuls(chunk)
+                    chunk = drop_nuls(chunk)
                     if not chunk:
                         continue
                 if skipping:
@@ -140,7 +140,7 @@ class Source:
                     if len(chunk) > MAX_LINE:
                         # no vLLM record is this long: keep its start as a line, drop the rest
                         # up to the next newline, so time stays linear and memory flat
-                        yield _line_start(chunk)
+                        yield line_start(chunk)
                         self.long_lines += 1
                         carry, skipping = b"", True
                         continue
@@ -325,7 +325,7 @@ class _Members(io.RawIOBase):
         super().close()
 
 
-def _drop_nuls(data: bytes) -> bytes:
+def drop_nuls(data: bytes) -> bytes:
     """``data`` without its NULs.  A few go with ``replace``; a hole (megabytes of them: bytes'
     replace and translate cost a tenth of a second per MiB of NULs) with one numpy mask."""
     if data.count(b"\0") < 4096:
@@ -336,7 +336,7 @@ def _drop_nuls(data: bytes) -> bytes:
     return bytes(array[array != 0].tobytes())
 
 
-def _line_start(data: bytes) -> bytes:
+def line_start(data: bytes) -> bytes:
     """The first ``MAX_LINE`` bytes of an over-long line, cut at a space (a figure is never cut
     in two: "9.7" of "9.74" would be read), with a newline."""
     head = data[:MAX_LINE]

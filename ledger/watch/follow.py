@@ -10,6 +10,14 @@ and created again (rotation) is read to its end and the new one from its start; 
 became shorter (truncated) is read again from its start; a file that does not exist yet is
 waited for.  Its lines are numbered as one stream across rotations and truncations.
 
+Every follower is bounded, in memory and in time, whatever the bytes: NULs are dropped as the
+ingest drops them (a hole of them is no text; a sparse file's holes are skipped unread with
+``SEEK_DATA``), a line with no end in sight is kept up to ``MAX_LINE`` (its start, as the ingest
+keeps it) and the rest skipped to its newline, and ``read`` returns by its timeout even while it
+reads a long run of bytes without a line — so Ctrl-C and SIGTERM are heard within it.  A named
+pipe is opened without waiting for a writer (a blocking open cannot be interrupted) and read
+as it is written, across writers; a device is refused.
+
 The file followed is the one opened (its descriptor), never the name looked up again: a file
 that takes the log's name (a rotation, or a symlink swapped in) is opened, judged on that
 descriptor, and followed only when everyone who could read the file first opened — or everyone
@@ -20,14 +28,17 @@ place of a world-readable log into a world-readable ledger.
 
 from __future__ import annotations
 
+import errno
 import os
 import select
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from ledger.parsers.source import MAX_LINE, drop_nuls, line_start
 
 BLOCK = 8 * 1024 * 1024  # read at most this much at a time (a large file's catch-up)
 POLL_S = 0.05  # how often a file at its end is looked at again
@@ -35,20 +46,39 @@ READ = 1 << 20  # a pipe is read this much at a time; a shorter read means it wa
 
 
 class _Lines:
-    """Bytes in, whole lines out: the part after the last newline waits for the rest."""
+    """Bytes in, whole lines out: the part after the last newline waits for the rest.  NULs are
+    dropped, and a line longer than ``MAX_LINE`` without its end is handed out as its start (cut
+    at a space) and the rest skipped up to its newline — as ``parsers.source`` reads a file — so
+    what waits here is bounded whatever the bytes."""
 
     def __init__(self) -> None:
         self.partial = b""
+        self.skipping = False  # within the rest of an over-long line
+        self.long_lines = 0
 
     def take(self, data: bytes) -> bytes:
+        if b"\0" in data:
+            data = drop_nuls(data)
+        if self.skipping:
+            cut = data.find(b"\n")
+            if cut < 0:
+                return b""
+            self.skipping = False
+            data = data[cut + 1:]
         data = self.partial + data
         cut = data.rfind(b"\n") + 1
-        self.partial = data[cut:]
-        return data[:cut]
+        lines, rest = data[:cut], data[cut:]
+        if len(rest) > MAX_LINE:
+            lines += line_start(rest)
+            rest, self.skipping = b"", True
+            self.long_lines += 1
+        self.partial = rest
+        return lines
 
     def rest(self) -> bytes:
         """The unfinished last line, finished (the source ended or was replaced)."""
         rest, self.partial = self.partial, b""
+        self.skipping = False
         return rest + b"\n" if rest else b""
 
 
@@ -128,75 +158,165 @@ class FileFollower:
     """A log file followed like ``tail -F`` (module docstring).  ``on_note(text)`` hears of a
     rotation, a truncation, a file that is not there yet, or one that is not followed.
     ``ledger`` is the ledger's file (None: a database server), whose readers a file that takes
-    the log's name may be read for."""
+    the log's name may be read for.
+
+    A truncation is told by the file's bytes, not by when it is looked at: the first
+    ``CHECK`` bytes of the file and the last ``CHECK`` bytes before the read position are kept,
+    and after every read both must still be what they were — a file truncated and written again
+    past the old position between two looks (a server restarted with ``>``) has other bytes
+    there, and is read again from its start.  ``new_run`` turns true at a truncation: what
+    follows is the file as an ``ingest`` of it reads it, from its line 1 (the watch ends the
+    boot being read there and numbers the lines anew)."""
+
+    CHECK = 4096
 
     def __init__(self, path: str, on_note: Callable[[str], None] | None = None, poll: float = POLL_S,
                  ledger: Path | None = None):
         self.path, self.poll, self.ledger = path, poll, ledger
         self.on_note = on_note or (lambda _text: None)
-        self._f: Any = None
-        self._id: tuple[int, int] | None = None
         self._first: tuple[Path, os.stat_result] | None = None  # the file first opened, and its stat
         self._refused: tuple[int, int] | None = None  # the file at the name that was not followed
+        self._fd: int | None = None
+        self._fifo = False
+        self._id: tuple[int, int] | None = None
         self.pos = 0
+        self._head = b""  # the file's first bytes (up to CHECK), as read
+        self._tail = b""  # the bytes just before pos (up to CHECK), as read
         self.lines = _Lines()
         self.caught_up = False
+        self.new_run = False
         self._waiting_said = False
 
     def _open(self) -> bool:
+        from ..errors import LedgerError
+
         try:
-            f = open(self.path, "rb")  # noqa: SIM115 (kept open while it is followed)
+            # never blocks: a named pipe with no writer yet is opened at once (a blocking open
+            # cannot be interrupted: Ctrl-C and SIGTERM would wait for a writer)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             if not self._waiting_said:
                 self._waiting_said = True
                 self.on_note(f"{self.path}: does not exist yet; waiting for it")
             return False
         except OSError as exc:
-            from ..errors import LedgerError
-
             raise LedgerError(f"{self.path}: cannot be read ({exc.strerror or exc})") from None
-        st = os.fstat(f.fileno())
+        st = os.fstat(fd)
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            os.close(fd)
+            raise LedgerError(f"{self.path}: is a device, not a log file")
+        if stat.S_ISDIR(st.st_mode):
+            os.close(fd)
+            raise LedgerError(f"{self.path}: is a folder, not a log file")
         if self._first is None:
-            self._first = (_real(f.fileno(), self.path), st)
-        self._f, self._id, self.pos = f, (st.st_dev, st.st_ino), 0
+            self._first = (_real(fd, self.path), st)
+        self._take(fd, st)
         return True
 
-    def _may_take(self, ident: tuple[int, int]) -> Any:
+    def _take(self, fd: int, st: os.stat_result) -> None:
+        """Follow the open file ``fd`` from its start."""
+        self._fd, self._fifo = fd, stat.S_ISFIFO(st.st_mode)
+        self._id = (st.st_dev, st.st_ino)
+        self._rewind()
+
+    def _may_take(self, ident: tuple[int, int]) -> tuple[int, os.stat_result] | None:
         """The file that now has the log's name, opened, if it may be followed (``may_follow``,
         judged on the opened descriptor, not the name); else None, said once per file."""
         if ident == self._refused:
             return None
         try:
-            f = open(self.path, "rb")  # noqa: SIM115 (kept open while it is followed)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return None  # gone again, or not ours to open: the next look decides
-        st = os.fstat(f.fileno())
-        real = _real(f.fileno(), self.path)
+        st = os.fstat(fd)
+        real = _real(fd, self.path)
         assert self._first is not None
-        if may_follow(self._first, (real, st), self.ledger):
-            return f
-        f.close()
+        if may_follow(self._first, (real, st), self.ledger) and (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+            return fd, st
+        os.close(fd)
         self._refused = (st.st_dev, st.st_ino)
         self.on_note(f"{self.path}: now names {real}, which some who may read {self._first[0]} or the ledger "
                      "may not: not followed; still reading the file first opened")
         return None
 
+    def _rewind(self) -> None:
+        """Read the open file from its start (past a hole there)."""
+        assert self._fd is not None
+        self.pos, self._head, self._tail = 0, b"", b""
+        if not self._fifo:
+            os.lseek(self._fd, 0, os.SEEK_SET)
+        self._skip_hole()
+
+    def _read(self) -> bytes | None:
+        """The next block at ``pos`` (b"": nothing there now; None: the file is not the one
+        read so far — truncated and written again — and is now read from its start)."""
+        assert self._fd is not None
+        at, tail = self.pos, self._tail
+        try:
+            data = os.read(self._fd, BLOCK)
+        except BlockingIOError:
+            return b""  # a pipe whose writer has written nothing yet
+        if self._fifo or not data:
+            return data
+        if not self._same(at, tail):
+            self._truncated()
+            return None
+        self.pos += len(data)
+        if len(self._head) < self.CHECK and at == len(self._head):
+            self._head += data[: self.CHECK - at]
+        self._tail = (tail + data[-self.CHECK:])[-self.CHECK:]
+        if data[-1] == 0:
+            self._skip_hole()
+        return data
+
+    def _same(self, at: int, tail: bytes) -> bool:
+        """Whether the file still holds, at its start and just before ``at``, the bytes read
+        there before (looked at after the read: the block read is of the file so checked)."""
+        assert self._fd is not None
+        if self._head and os.pread(self._fd, len(self._head), 0) != self._head:
+            return False
+        return not tail or os.pread(self._fd, len(tail), at - len(tail)) == tail
+
+    def _truncated(self) -> None:
+        self.on_note(f"{self.path}: truncated; reading it again from its start")
+        self.new_run = True
+        self._rewind()
+
+    def _skip_hole(self) -> None:
+        """Past a sparse file's hole at ``pos`` without reading it (its NULs would be dropped)."""
+        if self._fifo or not hasattr(os, "SEEK_DATA"):
+            return
+        assert self._fd is not None
+        try:
+            data_at = os.lseek(self._fd, self.pos, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                return  # the file system cannot tell: the hole is read, its NULs dropped
+            data_at = os.fstat(self._fd).st_size  # only a hole from here to the end
+        if data_at > self.pos:
+            self.pos = os.lseek(self._fd, data_at, os.SEEK_SET)
+            self._tail = b""  # NULs before pos: nothing to hold the file to there
+        else:
+            os.lseek(self._fd, self.pos, os.SEEK_SET)
+
     def read(self, timeout: float) -> bytes | None:
         deadline = time.monotonic() + timeout
         while True:
-            if self._f is None and not self._open():
+            if self._fd is None and not self._open():
                 self.caught_up = True  # nothing there to catch up with
                 if time.monotonic() >= deadline:
                     return b""
                 time.sleep(self.poll)
                 continue
-            assert self._f is not None
-            data = self._f.read(BLOCK)
+            data = self._read()
+            if data is None:
+                return self.lines.rest()  # the old file's last line, finished; then the new run
             if data:
-                self.pos += len(data)
                 lines = self.lines.take(data)
                 if lines:
                     return lines
+                if time.monotonic() >= deadline:
+                    return b""  # a long run without a line (NULs, one huge line): the caller looks up
                 continue
             moved = self._moved()
             if moved is not None:
@@ -209,36 +329,32 @@ class FileFollower:
     def _moved(self) -> bytes | None:
         """At the end of the file: whether it was rotated or truncated (then what is left of its
         last line, finished, and the file is read anew); None if it is where it was."""
-        assert self._f is not None
+        assert self._fd is not None
         try:
             st: os.stat_result | None = os.stat(self.path)
         except FileNotFoundError:
             st = None  # renamed away, the new one not created yet: the old one may still grow
         if st is not None and (st.st_dev, st.st_ino) != self._id:
-            data = self._f.read(BLOCK)  # the last lines written before the rename
+            data = self._read()  # the last lines written before the rename
             if data:
-                self.pos += len(data)
                 return self.lines.take(data)
             new = self._may_take((st.st_dev, st.st_ino))
             if new is None:
                 return None  # not followed: the file first opened is read on
-            self._f.close()
-            nst = os.fstat(new.fileno())
-            self._f, self._id, self.pos, self._refused = new, (nst.st_dev, nst.st_ino), 0, None
+            self.close()
+            self._take(*new)
+            self._refused = None
             self.on_note(f"{self.path}: rotated; reading the new file from its start")
             return self.lines.rest()
-        if st is not None and st.st_size < self.pos:
-            assert self._f is not None
-            self._f.seek(0)
-            self.pos = 0
-            self.on_note(f"{self.path}: truncated; reading it again from its start")
+        if not self._fifo and os.fstat(self._fd).st_size < self.pos:
+            self._truncated()
             return self.lines.rest()
         return None
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class StreamFollower:
@@ -248,6 +364,7 @@ class StreamFollower:
         self.fd = fd
         self.lines = _Lines()
         self.caught_up = False
+        self.new_run = False
         self.ended = False
 
     def read(self, timeout: float) -> bytes | None:
@@ -270,6 +387,8 @@ class StreamFollower:
             lines = self.lines.take(data)
             if lines:
                 return lines
+            if time.monotonic() >= deadline:
+                return b""  # a long run without a line: the caller looks up (a stop, a batch)
 
     def close(self) -> None:
         pass
@@ -290,6 +409,7 @@ class CommandFollower:
         self.proc: subprocess.Popen[bytes] | None = None
         self.lines = _Lines()
         self.caught_up = False
+        self.new_run = False
         self.seen = 0  # lines handed out so far
         self._skip = 0  # lines of a restarted command that were read before
         self._down_since: float | None = None
@@ -335,6 +455,8 @@ class CommandFollower:
             lines = self._count(self.lines.take(data))
             if lines:
                 return lines
+            if time.monotonic() >= deadline:
+                return b""  # a long run without a line: the caller looks up (a stop, a batch)
 
     @staticmethod
     def poll_left(deadline: float) -> float:

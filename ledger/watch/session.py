@@ -78,6 +78,7 @@ class _BootState:
 
 class Follower:  # the interface of ledger.watch.follow's followers
     caught_up: bool
+    new_run: bool  # the source starts again from its line 1 (a truncated file); reset by the watch
 
     def read(self, timeout: float) -> bytes | None: ...  # pragma: no cover
 
@@ -97,7 +98,9 @@ class Watch:
         self.on_note = on_note or (lambda _t: None)
         self.clock = clock
         self.alerter = Alerter(settings.source, self._alert, settings.thresholds, clock)
+        self.rules = rules
         self.live = _live(rules, settings.year, self._sink)
+        self.lines_before = 0  # lines of the source's earlier runs (before a truncation)
         self.staging = Staging(None)  # private: it outlives a lost ledger connection
         self.states: dict[int, _BootState] = {}
         self.writer: Writer | None = None
@@ -134,6 +137,9 @@ class Watch:
                 if data:
                     self.last_data = now
                     self._finished(self.live.feed(data))
+                if self.follower.new_run:
+                    self.follower.new_run = False
+                    self._new_run()
                 self._commit_due(now)
                 self.alerter.tick(self._year())
                 if now - self.seen_at >= self.s.heartbeat:
@@ -151,6 +157,13 @@ class Watch:
             for sig, old in handlers:
                 signal.signal(sig, old)
 
+    def _new_run(self) -> None:
+        """The source starts again from its line 1 (a file truncated): the boot being read ends
+        here, and what follows is parsed as an ``ingest`` of the source now reads it."""
+        self._finished(self.live.end())
+        self.lines_before += self.live.lines
+        self.live = _live(self.rules, self.s.year, self._sink)
+
     def _signals(self) -> list[tuple[int, Any]]:
         if threading.current_thread() is not threading.main_thread():
             return []
@@ -160,7 +173,7 @@ class Watch:
         return out
 
     def summary(self, ended: bool = False) -> dict[str, Any]:
-        return {"source": self.s.source, "lines": self.live.lines, "boots_written": len(self.written),
+        return {"source": self.s.source, "lines": self.lines_before + self.live.lines, "boots_written": len(self.written),
                 "samples_written": self.samples_written, "alerts": self.alerts, "source_ended": ended}
 
     def _waiting(self) -> bool:
