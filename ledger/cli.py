@@ -1222,7 +1222,7 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
         sinks.send(alert)
 
     settings = Settings(name, info, dict(origin.facts) if origin is not None else {}, thresholds, year,
-                        commit_seconds=every, commit_samples=commit_samples)
+                        commit_seconds=every, commit_samples=commit_samples, image_given=image is not None)
     try:
         summary = Watch(lambda: open_writer(db_url), follower, settings, rules, emit, note).run()
     finally:

@@ -67,6 +67,8 @@ class Origin:
     until: str | None = None
     journal: list[str] = field(default_factory=list)  # journalctl's --file / --directory (a unit)
     warnings: list[str] = field(default_factory=list)  # what the reading could not tell (said, not fatal)
+    running: bool = False  # a container: whether it runs (inspect's State.Running)
+    exit_code: int | None = None  # a container that does not run: how its last run ended
     _invocation: str | None = field(default=None, repr=False)  # the unit's current invocation
     _runs: int = field(default=0, repr=False)
 
@@ -320,8 +322,11 @@ def _container(rt: str, exe: str, c: dict[str, Any]) -> Origin:
         if isinstance(labels, dict) and labels.get(label):
             facts[key] = str(labels[label])
     facts = {k: v for k, v in facts.items() if v != ""}
+    code = state.get("ExitCode")
     origin = Origin(kind="container", name=name, source_name=f"container:{name}@{cid[:12]}", executable=exe,
-                    runtime=rt, ident=cid or name, image=digest or image_id, facts=facts)
+                    runtime=rt, ident=cid or name, image=digest or image_id, facts=facts,
+                    running=state.get("Running") is True or state.get("Status") == "running",
+                    exit_code=code if isinstance(code, int) else None)
     origin.run_ends = _run_ends(origin, str(c.get("Created") or ""))
     restarts = c.get("RestartCount")
     if isinstance(restarts, int) and len(origin.run_ends) < restarts:

@@ -77,8 +77,12 @@ def message(a: dict[str, Any]) -> str:
     if kind == "hung":
         return f"{boot}: no stats line for {_span(f['silent_seconds'])} while {f['running_reqs']:g} requests " \
                f"were running (last at line {f['last_stats_line']}): hung?"
+    if kind == "source_down":
+        return f"{f['reason']}: nothing to read until it runs again"
     if kind == "recovered":
         what = f["recovered_from"]
+        if what == "source":
+            return f"recovered: {f['now_reading']} is read again (it was down: {f['reason']})"
         if what == "down":
             return f"recovered: {boot} is up after {f['failed_boots']} failed boot" \
                    f"{'s' if f['failed_boots'] != 1 else ''} ({_span(f.get('seconds_down'))} down)"
@@ -136,7 +140,7 @@ def webhook_request(alert: Any, fmt: str) -> tuple[bytes, dict[str, str]]:
     object (Slack, Mattermost, Discord's /slack endpoints, Rocket.Chat)."""
     a = alert_json(alert)
     if fmt == "ntfy":
-        urgent = a["kind"] in ("boot_failed", "crashed", "restart_loop", "hung")
+        urgent = a["kind"] in ("boot_failed", "crashed", "restart_loop", "hung", "source_down")
         return a["message"].encode("utf-8"), {
             "Content-Type": "text/plain; charset=utf-8", "Title": f"ledger watch: {a['kind']}",
             "Tags": _NTFY_TAGS.get(a["kind"], "rotating_light"), "Priority": "high" if urgent else "default"}

@@ -46,7 +46,7 @@ def follower_for(source: str | None, container: str | None, runtime: str | None,
     container's or unit's, from ``ledger.origins``; None for a file or stdin).  ``ledger`` is
     the ledger's file (None: a server), whose readers a file swapped in for SOURCE must not
     widen (``follow.may_follow``)."""
-    from .follow import CommandFollower, FileFollower, StreamFollower
+    from .follow import CommandFollower, ContainerFollower, FileFollower, StreamFollower
 
     given = sum(1 for x in (source, container, unit) if x)
     if given != 1:
@@ -60,7 +60,13 @@ def follower_for(source: str | None, container: str | None, runtime: str | None,
 
         if container:
             origin = container_origin(container, runtime)
-        elif journal_files or journal_dir:
+            found = origin
+
+            def find() -> Any:  # the name looked up again: the container now under it
+                return container_origin(found.name, found.runtime)
+
+            return ContainerFollower(origin, find, on_note), origin.source_name, origin
+        if journal_files or journal_dir:
             origin = journal_origin(unit or "", list(journal_files), journal_dir, since)
         else:
             origin = unit_origin(unit or "", since)

@@ -48,6 +48,7 @@ class AlertKind(StrEnum):
     kv_usage = "kv_usage"
     decode_drop = "decode_drop"
     hung = "hung"
+    source_down = "source_down"
     recovered = "recovered"
 
 
@@ -323,6 +324,16 @@ class Alerter:
         down = self.down
         if down is not None and down.up_wall is not None and self.clock() - down.up_wall >= RECOVERED_AFTER_S:
             self._recovered_down(down.up_at)
+
+    # -- the source itself ------------------------------------------------------------------------------
+    def source_down(self, why: str) -> None:
+        """The source is gone (a container stopped or removed): said once, until it is back."""
+        self._raise(AlertKind.source_down, self.boot, self.deploy, None, None, "source", reason=why)
+
+    def source_up(self, why: str, source: str) -> None:
+        """The source is back (the same container running again, or a new one of the name)."""
+        self._raise(AlertKind.recovered, None, None, None, None, "source", recovered_from="source", reason=why,
+                    now_reading=source)
 
     def boot_over(self) -> None:
         """The boot being served ended (another started, or it failed): its runtime incidents

@@ -29,6 +29,7 @@ place of a world-readable log into a world-readable ledger.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import select
 import stat
@@ -37,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ledger.parsers.source import MAX_LINE, drop_nuls, line_start
 
@@ -185,6 +187,7 @@ class FileFollower:
         self.lines = _Lines()
         self.caught_up = False
         self.new_run = False
+        self.down: str | None = None  # a file that is not there is waited for, not down
         self._waiting_said = False
 
     def _open(self) -> bool:
@@ -365,6 +368,7 @@ class StreamFollower:
         self.lines = _Lines()
         self.caught_up = False
         self.new_run = False
+        self.down: str | None = None
         self.ended = False
 
     def read(self, timeout: float) -> bytes | None:
@@ -394,11 +398,20 @@ class StreamFollower:
         pass
 
 
+RESTART_MAX_S = 30.0  # the longest wait between two looks at a source that is down (backing off)
+STEADY_S = 10.0  # a command that ran this long was not failing: the back-off starts again at its first wait
+
+
 class CommandFollower:
     """A command's output and errors (a container's or unit's log, followed).  When the command
-    ends (a container stopped, ``podman logs`` lost it) it is started again after ``restart_s``;
-    the lines it prints again — those logs are printed from their start — are skipped, so the
-    stream goes on where it was."""
+    ends (a container stopped, ``podman logs`` lost it) it is started again — at once the first
+    time, then after ``restart_s``, doubled each time up to ``RESTART_MAX_S`` while it keeps
+    ending (said once per streak, not at every try); the lines it prints again — those logs are
+    printed from their start — are skipped, so the stream goes on where it was.
+
+    ``down`` is why the source is not there (None while it is): a subclass that can look
+    (``ContainerFollower``) sets it, and the watch raises one alert when it turns up and one when
+    it goes."""
 
     def __init__(self, argv: list[str], on_note: Callable[[str], None] | None = None, restart_s: float = 1.0,
                  transform: Callable[[list[bytes]], Iterable[bytes]] | None = None):
@@ -410,9 +423,17 @@ class CommandFollower:
         self.lines = _Lines()
         self.caught_up = False
         self.new_run = False
+        self.down: str | None = None
         self.seen = 0  # lines handed out so far
         self._skip = 0  # lines of a restarted command that were read before
-        self._down_since: float | None = None
+        self._handed = hashlib.blake2b(digest_size=16)  # every line handed out so far
+        self._skipped = hashlib.blake2b(digest_size=16)  # the lines a restarted command printed again
+        self._expect = b""  # what those must be: the digest of the lines handed out before it started
+        self._next = 0.0  # when to look again (time.monotonic) while the command is not running
+        self._wait = 0.0  # the back-off: the next wait after this one fails too
+        self._started = 0.0
+        self._streak_said = False
+        self._force = False  # start the command at the next read without looking first
 
     def _start(self) -> None:
         from ..errors import LedgerError
@@ -422,18 +443,47 @@ class CommandFollower:
                                          stderr=subprocess.STDOUT)
         except OSError as exc:
             raise LedgerError(f"{self.argv[0]}: cannot be run ({exc.strerror or exc})") from None
+        self._started = time.monotonic()
+
+    def _back_off(self) -> None:
+        """Look again after the current wait; the wait doubles (up to ``RESTART_MAX_S``)."""
+        self._next = time.monotonic() + self._wait
+        self._wait = min(RESTART_MAX_S, max(self.restart_s, self._wait * 2))
+
+    def _may_start(self) -> bool:
+        """Whether the command may be started now (a subclass looks at the source first)."""
+        return True
+
+    def _ended(self, code: int) -> None:
+        """The command ended (exit ``code``): when to start it again."""
+        if time.monotonic() - self._started >= STEADY_S:
+            self._wait, self._streak_said = 0.0, False  # it ran: not a streak of failures
+        if not self._streak_said:
+            self._streak_said = True
+            self.on_note(f"{' '.join(self.argv)}: ended (exit {code}); starting it again "
+                         f"(backing off to one try every {RESTART_MAX_S:g} s while it keeps ending)")
+        self._back_off()
 
     def read(self, timeout: float) -> bytes | None:
         deadline = time.monotonic() + timeout
         while True:
             if self.proc is None:
-                if self._down_since is not None and time.monotonic() - self._down_since < self.restart_s:
-                    time.sleep(min(self.poll_left(deadline), self.restart_s))
-                    if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now < self._next:
+                    if now >= deadline:
                         return b""
+                    time.sleep(min(self._next, deadline) - now)
                     continue
+                if not self._force and not self._may_start():
+                    self.caught_up = True
+                    continue  # _may_start set when to look again
+                if self.new_run:
+                    self._force = True  # started at the next read, without another look
+                    return b""  # the watch starts its new run before the new lines come
+                self._force = False
                 self._start()
-                self._skip, self._down_since = self.seen, None
+                self._skip, self._expect = self.seen, self._handed.digest()
+                self._skipped = hashlib.blake2b(digest_size=16)
             assert self.proc is not None and self.proc.stdout is not None
             left = max(0.0, deadline - time.monotonic())
             ready, _, _ = select.select([self.proc.stdout], [], [], left)
@@ -446,24 +496,25 @@ class CommandFollower:
             if not data:
                 code = self.proc.wait()
                 self.proc = None
-                self._down_since = time.monotonic()
-                self.on_note(f"{' '.join(self.argv)}: ended (exit {code}); starting it again")
-                rest = self._count(self.lines.rest())
-                if rest:
+                rest = self._count(self._unfinished(self.lines.rest()))
+                self._ended(code)
+                if rest or self.new_run:
                     return rest
                 continue
             lines = self._count(self.lines.take(data))
-            if lines:
+            if lines or self.new_run:
                 return lines
             if time.monotonic() >= deadline:
                 return b""  # a long run without a line: the caller looks up (a stop, a batch)
 
-    @staticmethod
-    def poll_left(deadline: float) -> float:
-        return max(0.01, deadline - time.monotonic())
+    def _unfinished(self, rest: bytes) -> bytes:
+        """What to make of the command's last line when it ended without its newline: the line."""
+        return rest
 
     def _count(self, lines: bytes) -> bytes:
-        """Drop the lines a restarted command printed again; count the rest."""
+        """Drop the lines a restarted command printed again — checked to be the very lines
+        handed out before (a digest of each), else the source is read again from its start as a
+        new run (``_diverged``); count the rest."""
         if not lines:
             return lines
         if self.transform is not None:
@@ -472,10 +523,31 @@ class CommandFollower:
             parts = lines.split(b"\n")[:-1]
             dropped = min(self._skip, len(parts))
             self._skip -= dropped
-            parts = parts[dropped:]
-            lines = b"".join(p + b"\n" for p in parts)
+            self._skipped.update(b"".join(p + b"\n" for p in parts[:dropped]))
+            if not self._skip and self._skipped.digest() != self._expect:
+                self._diverged()
+                return b""
+            lines = b"".join(p + b"\n" for p in parts[dropped:])
+        self._handed.update(lines)
         self.seen += lines.count(b"\n")
         return lines
+
+    def _diverged(self) -> None:
+        """A restarted command printed other lines than the ones handed out (``podman logs
+        --follow`` of a container that stops under load drops lines and prints pieces of others):
+        what was read is not the log.  Read it again, from its start, as a new run."""
+        self.on_note(f"{' '.join(self.argv)}: printed other lines than the ones read before; reading the log "
+                     f"again from its start")
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        self.seen = self._skip = 0
+        self._handed = hashlib.blake2b(digest_size=16)
+        self.lines = _Lines()
+        self.new_run = True
+        self._force = True
+        self._next = time.monotonic() + self.restart_s  # the runtime may still be writing it down
 
     def close(self) -> None:
         if self.proc is not None:
@@ -486,3 +558,109 @@ class CommandFollower:
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
+
+
+class ContainerFollower(CommandFollower):
+    """A container's log, followed by the container's name across containers.  When ``logs
+    --follow`` ends, the name is looked up again (``find()``: ``ledger.origins``'s inspect):
+
+    * the same container, running: its log is read on (the lines read before skipped);
+    * the same container, stopped, or none of that name (removed): ``down`` says why, said once
+      on stderr, and the name is looked up again after 1 s, 2 s, 4 s … up to every 30 s;
+    * another container of that name (``podman rm -f`` then ``podman run --name`` again: a
+      redeploy): ``origin`` becomes it and ``new_run`` turns true — the watch ends the boot being
+      read and reads the new container, from its first line, as a source of its own."""
+
+    def __init__(self, origin: Any, find: Callable[[], Any], on_note: Callable[[str], None] | None = None,
+                 restart_s: float = 1.0):
+        super().__init__(origin.argv(follow=True), on_note, restart_s, transform=origin.text_lines)
+        self.origin, self.find = origin, find
+        self._looked = False
+        self._read_through: str | None = None  # the stopped run (its start) being read to its end
+        self._read_to: int | None = None  # the lines seen when that run's log was last read
+        self._short = 0  # reads of that run's whole log that were shorter than what was read of it
+
+    def _ended(self, code: int) -> None:
+        if time.monotonic() - self._started >= STEADY_S:
+            self._wait = 0.0  # it ran: the first look is at once again
+        self._back_off()  # the first look at once, then 1 s, 2 s … while the command keeps ending
+
+    def _diverged(self) -> None:
+        super()._diverged()
+        self._read_to, self._short = None, 0  # the new run's log is read to its end, as any
+
+    def _unfinished(self, rest: bytes) -> bytes:
+        # cut where the runtime had not written the rest yet (a record of a line still partial):
+        # the next ``logs`` prints it whole
+        return b""
+
+    def _start(self) -> None:
+        # a stopped container's log is printed whole and to its end by ``logs`` without
+        # ``--follow`` (podman 4.3's ``logs --follow`` of a container that stopped, or that stops
+        # while followed, may end early, drop lines and print pieces of lines as lines)
+        self.argv = self.origin.argv(follow=self.origin.running)
+        super()._start()
+
+    def _may_start(self) -> bool:
+        if not self._looked:
+            self._looked = True  # at the start: just inspected by the caller
+            return True
+        return self._look()
+
+    def _look(self) -> bool:
+        """Inspect the name: whether to start ``logs --follow`` now (else ``down`` says why and
+        when to look again is set)."""
+        from ..errors import LedgerError
+
+        try:
+            found = self.find()
+        except LedgerError:
+            return self._is_down(f"container {self.origin.name} was removed")
+        if found.ident != self.origin.ident:
+            was = self.origin
+            self.origin, self.argv, self.transform = found, found.argv(follow=True), found.text_lines
+            self.seen = self._skip = 0
+            self._handed = hashlib.blake2b(digest_size=16)
+            self.lines = _Lines()
+            self.new_run = True
+            self._up(f"container {found.name} is a new container ({found.ident[:12]}, was {was.ident[:12]}): "
+                     f"reading it from its start")
+            return True
+        self.origin = found
+        if not found.running:
+            how = f"exit code {found.exit_code}" if found.exit_code is not None else "not running"
+            status = found.facts.get("status") or "stopped"
+            self._is_down(f"container {found.name} ({found.ident[:12]}) {status} ({how})")
+            # a run that stopped is read again, a back-off step later (the runtime may still be
+            # writing its last lines down), until a read finds nothing new: ``logs --follow`` may
+            # end before the run's last lines, and a run between two looks is read so too
+            run = found.facts.get("started_at", "")
+            if run != self._read_through:
+                self._read_through, self._read_to, self._short = run, None, 0
+                return False
+            if self._skip:
+                # the whole log of the stopped container is shorter than what was read of it
+                # (``logs --follow`` printed pieces of lines as lines): twice, and it is not the log
+                self._short += 1
+                if self._short >= 2:
+                    self._diverged()
+                return True
+            again = self._read_to is None or self.seen > self._read_to
+            self._read_to = self.seen
+            return again
+        if self.down is not None:
+            self._up(f"container {found.name} ({found.ident[:12]}) runs again: reading on")
+        return True
+
+    def _is_down(self, why: str) -> bool:
+        if self.down is None:
+            self.on_note(f"{why}; looking for it again after {self.restart_s:g} s, then less and less often "
+                         f"(every {RESTART_MAX_S:g} s at most)")
+        self.down = why
+        self._back_off()
+        return False
+
+    def _up(self, said: str) -> None:
+        self.on_note(said)
+        self.down = None
+        self._next = self._wait = 0.0

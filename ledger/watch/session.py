@@ -22,6 +22,7 @@ ends, its runtime samples committed in batches, and the alerts raised on the way
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 import time
@@ -59,6 +60,7 @@ class Settings:
     db_tries: int = 6
     db_backoff: float = 0.5
     heartbeat: float = 10.0
+    image_given: bool = False  # --image: kept when a container is redeployed (else the new one's image)
 
 
 @dataclass
@@ -78,7 +80,8 @@ class _BootState:
 
 class Follower:  # the interface of ledger.watch.follow's followers
     caught_up: bool
-    new_run: bool  # the source starts again from its line 1 (a truncated file); reset by the watch
+    new_run: bool  # the source starts again from its line 1 (a truncated file, a new container); reset by the watch
+    down: str | None  # why the source is not there now (a container stopped or removed); None while it is
 
     def read(self, timeout: float) -> bytes | None: ...  # pragma: no cover
 
@@ -106,6 +109,7 @@ class Watch:
         self.writer: Writer | None = None
         self.watch_id: int | None = None
         self.stopping = False
+        self.down: str | None = None  # why the source is not there, as last told
         self.last_data = 0.0
         self.seen_at = 0.0
         self.serving: int | None = None  # the boot whose samples feed the runtime alerts
@@ -137,9 +141,13 @@ class Watch:
                 if data:
                     self.last_data = now
                     self._finished(self.live.feed(data))
-                if self.follower.new_run:
+                # (getattr: a follower of a test or a library may have neither)
+                if getattr(self.follower, "new_run", False):
                     self.follower.new_run = False
                     self._new_run()
+                down = getattr(self.follower, "down", None)
+                if (down is None) != (self.down is None):
+                    self._down_or_up(down)
                 self._commit_due(now)
                 self.alerter.tick(self._year())
                 if now - self.seen_at >= self.s.heartbeat:
@@ -158,11 +166,31 @@ class Watch:
                 signal.signal(sig, old)
 
     def _new_run(self) -> None:
-        """The source starts again from its line 1 (a file truncated): the boot being read ends
-        here, and what follows is parsed as an ``ingest`` of the source now reads it."""
+        """The source starts again from its line 1 (a file truncated, a container redeployed
+        under its name): the boot being read ends here, and what follows is parsed as an
+        ``ingest`` of the source now reads it — a new container as a source of its own (its
+        name, facts and image)."""
+        from ..db.watching import watch_started, watch_stopped
+
         self._finished(self.live.end())
         self.lines_before += self.live.lines
         self.live = _live(self.rules, self.s.year, self._sink)
+        origin = getattr(self.follower, "origin", None)
+        if origin is not None and origin.source_name != self.s.source:
+            self.s.source, self.s.origin = origin.source_name, dict(origin.facts)
+            if not self.s.image_given:
+                self.s.info = dataclasses.replace(self.s.info, image=origin.image)
+            self.alerter.source = origin.source_name
+            self._db(watch_stopped, self.watch_id)
+            self.watch_id = self._db(watch_started, self.s.source)
+
+    def _down_or_up(self, why: str | None) -> None:
+        """The source went (``why``) or came back (None): one alert each way."""
+        if why is not None:
+            self.alerter.source_down(why)
+        else:
+            self.alerter.source_up(self.down or "", self.s.source)
+        self.down = why
 
     def _signals(self) -> list[tuple[int, Any]]:
         if threading.current_thread() is not threading.main_thread():
