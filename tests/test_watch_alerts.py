@@ -6,13 +6,23 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from dbutil import rows
-from watchlog import T0, Watch, append, boot, crash, failed_boot, served, stats, wait_until
+from watchlog import (
+    T0,
+    LocalHTTP,
+    QuietHandler,
+    Watch,
+    append,
+    boot,
+    crash,
+    failed_boot,
+    served,
+    stats,
+    wait_until,
+)
 
 MIN = dt.timedelta(minutes=1)
 
@@ -194,7 +204,7 @@ class _Hook:
         self.failures, self.got, self.at = failures, [], []
         hook = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 hook.at.append(time.monotonic())
@@ -204,16 +214,12 @@ class _Hook:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def log_message(self, *_args: object) -> None:
-                pass
 
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
-        # shutdown() waits for serve_forever's next look at its flag: every 0.05 s, not its 0.5 s
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        self.http = LocalHTTP(Handler)
+        self.url = self.http.url
 
     def close(self) -> None:
-        self.server.shutdown()
+        self.http.close()
 
 
 @pytest.fixture

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-from watchlog import T0, Watch, failed_boot, wait_until
+from watchlog import T0, LocalHTTP, QuietHandler, Watch, failed_boot, wait_until
 
 from ledger.render.redact import SECRET, secrets_hidden
 
@@ -24,7 +22,7 @@ class _Hook:
         self.got: list[tuple[str, dict[str, str], bytes]] = []
         hook = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 hook.got.append((self.path, dict(self.headers), body))
@@ -32,15 +30,12 @@ class _Hook:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def log_message(self, *_args: object) -> None:
-                pass
 
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        self.http = LocalHTTP(Handler)
+        self.port = self.http.port
 
     def close(self) -> None:
-        self.server.shutdown()
+        self.http.close()
 
 
 @pytest.fixture

@@ -10,11 +10,10 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from conftest import ROOT
-from watchlog import T0, Watch, append, boot, failed_boot, wait_until
+from watchlog import T0, LocalHTTP, QuietHandler, Watch, append, boot, failed_boot, wait_until
 
 
 class _Redirecting:
@@ -25,7 +24,7 @@ class _Redirecting:
         self.got: list[tuple[str, str, bytes]] = []
         hook = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _record(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 hook.got.append((self.command, self.path, self.rfile.read(length) if length else b""))
@@ -43,16 +42,12 @@ class _Redirecting:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def log_message(self, *_args: object) -> None:
-                pass
 
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        self.http = LocalHTTP(Handler)
+        self.url = self.http.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.http.close()
 
 
 class _Trickle:

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,3 +177,26 @@ def wait_until(check: Callable[[], object], timeout: float = 20.0, what: str = "
             return got
         time.sleep(0.05)
     raise AssertionError(f"not within {timeout} s: {what}")
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A test endpoint's request handler that logs nothing on the test's stderr."""
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+class LocalHTTP:
+    """An HTTP server on 127.0.0.1 (a free port) serving ``handler`` on a thread of its own, for
+    the webhook tests; ``url`` is its ``path``; ``close`` stops it."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], path: str = "/alerts"):
+        self.server = HTTPServer(("127.0.0.1", 0), handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}{path}"
+        # shutdown() waits for serve_forever's next look at its flag: every 0.05 s, not its 0.5 s
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
