@@ -1112,7 +1112,8 @@ def runtime(boot: str, fmt: str, db: str | None) -> None:
               help="The container runtime for --container (default: the first on PATH that knows it).")
 @click.option("--unit", metavar="NAME", help="Follow this systemd unit's journal (journalctl -u NAME -f).")
 @click.option("--since", "journal_since", metavar="TIME",
-              help="With --unit: read the journal from here (journalctl's --since, as it is; default: all of it).")
+              help="Alert on what the source already held from TIME on (default: only on what comes while "
+                   "watched). With --unit: also read the journal from there (journalctl's --since, as it is).")
 @click.option("--journal-file", "journal_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="With --unit: follow these journal files (journalctl --file) instead of the system's journal.")
 @click.option("--journal-dir", type=click.Path(file_okay=False), metavar="DIR",
@@ -1199,11 +1200,18 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
     def note(what: Any) -> None:
         click.echo(note_text(what), err=True)
 
+    # the backlog is told from --since on: a unit's journal is read from there (journalctl's own
+    # syntax), so all of it; another source is read whole and told from that log time on
+    alert_since = None
+    if journal_since is not None:
+        from .since import parse_since
+
+        alert_since = "" if unit else parse_since(journal_since)
     from .db.location import resolve_url, sqlite_file
 
     db_url = _db(db)
-    follower, name, origin = follower_for(source, container, runtime, unit, journal_since, note, journal_files,
-                                          journal_dir, ledger=sqlite_file(resolve_url(db_url)))
+    follower, name, origin = follower_for(source, container, runtime, unit, journal_since if unit else None, note,
+                                          journal_files, journal_dir, ledger=sqlite_file(resolve_url(db_url)))
     dirty = None
     if repo:
         from .ingest import repo_state
@@ -1219,12 +1227,12 @@ def watch(source: str | None, container: str | None, runtime: str | None, unit: 
     def emit(alert: Any) -> None:
         click.echo(alert_line(alert, fmt))
         sys.stdout.flush()
-        sinks.send(alert)
 
     settings = Settings(name, info, dict(origin.facts) if origin is not None else {}, thresholds, year,
                         commit_seconds=every, commit_samples=commit_samples, image_given=image is not None)
     try:
-        summary = Watch(lambda: open_writer(db_url), follower, settings, rules, emit, note).run()
+        summary = Watch(lambda: open_writer(db_url), follower, settings, rules, emit, note, sinks=sinks,
+                        alert_since=alert_since).run()
     finally:
         sinks.close()
     click.echo(summary_text(summary), err=True)

@@ -26,6 +26,8 @@ _HIDDEN = {
     "boot_runtime": "Per-boot sample counts, kept in the boot's transaction (runtime_sample holds the samples).",
     "watch": "Each `ledger watch` that reads a source into the ledger: what, where (host and pid), since when, "
              "the boot it is reading; a watch whose row is over a minute old without stopping was killed.",
+    "watch_alert": "Each alert `ledger watch` decided, stored with the boot it is about: pending until stdout "
+                   "and every sink had it (a restarted watch sends what is pending), then delivered.",
     "kv_reference_candidate": "Ready boots with a KV budget and a token count, per comparable group: "
                               "what kv_reference picks a group's earliest boot from.",
 }
@@ -214,6 +216,17 @@ _COLUMNS: dict[str, dict[str, str]] = {
         "last_sample_id": "The id of the boot's last sample.",
     },
     "kv_reference_candidate": {"sort_at": "What the group's earliest boot is chosen by."},
+    "watch_alert": {
+        "source": "The source the watch read (a file, stdin, container:NAME, unit:NAME).",
+        "key": "What the alert is about, once per source: a restarted watch tells nothing twice.",
+        "kind": "boot_failed, crashed, restart_loop, boot_verdict, kv_usage, decode_drop, hung, source_down, recovered.",
+        "boot_id": "The boot it is about (null: the source).",
+        "logged_at": "The log's time of what it is about (the log's clock).",
+        "raised_at": "When the watch raised it (ISO 8601, UTC).",
+        "state": "pending (not yet had by every sink) or delivered.",
+        "delivered_at": "When every sink had it (ISO 8601, UTC).",
+        "body": "The alert as JSON (the --format jsonl object).",
+    },
     "watch": {
         "source": "What the watch reads (a file, stdin, container:NAME, unit:NAME).",
         "host": "The host it runs on.",

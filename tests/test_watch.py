@@ -12,7 +12,18 @@ import time
 import pytest
 from conftest import REAL, ROOT
 from dbutil import rows, sqlite_only
-from watchlog import T0, Watch, Writer, append, boot, crash, failed_boot, served, wait_until
+from watchlog import (
+    T0,
+    TOLD_FROM_START,
+    Watch,
+    Writer,
+    append,
+    boot,
+    crash,
+    failed_boot,
+    served,
+    wait_until,
+)
 
 CRASHING = REAL / "058_v1-nightly-3090-runtime-oom-enginecore-asyncllm-output-handler.log"
 
@@ -50,7 +61,7 @@ def _same_as_ingest(db: str, plain: str) -> None:
 def test_a_real_log_appended_while_watched_is_stored_as_ingest_stores_it(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text("")
-    w = Watch(db, str(log), "--format", "jsonl")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl")
     writer = Writer(log, CRASHING.read_text(), rate=40)
     writer.start()
     writer.done.wait(30)
@@ -76,7 +87,7 @@ def test_a_ready_boot_is_stored_while_the_server_still_serves(db, tmp_path):
 def test_a_failure_appended_after_ready_is_a_crash_said_with_how_long_after(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0) + served(T0, 6))
-    w = Watch(db, str(log), "--format", "jsonl")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl")
     wait_until(lambda: _boots(db) == [(1, "ready")])
     append(log, crash(T0 + dt.timedelta(seconds=61)))
     line = w.wait_line(lambda x: '"crashed"' in x)
@@ -308,14 +319,15 @@ def test_watch_needs_exactly_one_source(db, tmp_path, refused):
 RESTART_LOOP = ROOT / "fixtures" / "live" / "vllm-0.32.0" / "restart-loop.log"
 
 
-def test_a_real_restart_loop_watched_is_one_boot_per_start_and_one_alert_for_the_outage(db, tmp_path):
+def test_a_real_restart_loop_watched_is_one_boot_per_start_and_one_alert_per_crash(db, tmp_path):
     """vLLM 0.32.0's own log of three starts appended to one file (the lab's restart loop: the
     engine core killed under load twice, then a requested stop), written while watched: three
-    boots, as ingest stores them; one crash alert opens the outage (the second death, seconds
-    later, is the same incident: docs/watch.md, once per incident); nothing for the stop."""
+    boots, as ingest stores them; a crash alert for each death (the second, seconds
+    later, is told too: a boot that came up and crashed inside an outage is alerted until the
+    outage is a restart loop, docs/watch.md); nothing for the stop."""
     log = tmp_path / "vllm.log"
     log.write_text("")
-    w = Watch(db, str(log), "--format", "jsonl")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl")
     writer = Writer(log, RESTART_LOOP.read_text(), rate=400)
     writer.start()
     writer.done.wait(60)
@@ -323,6 +335,6 @@ def test_a_real_restart_loop_watched_is_one_boot_per_start_and_one_alert_for_the
     assert w.stop() == 0
     assert [b[1] for b in _boots(db)] == ["crashed", "crashed", "ready"]
     alerts = w.alerts()
-    assert [(a["kind"], a["boot"]) for a in alerts] == [("crashed", "1")]
+    assert [(a["kind"], a["boot"]) for a in alerts] == [("crashed", "1"), ("crashed", "2")]
     assert "engine_dead@runtime" in alerts[0]["message"]
     _same_as_ingest(db, _ingested(tmp_path, log))

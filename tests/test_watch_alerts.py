@@ -12,6 +12,7 @@ import pytest
 from dbutil import rows
 from watchlog import (
     T0,
+    TOLD_FROM_START,
     LocalHTTP,
     QuietHandler,
     Watch,
@@ -41,7 +42,7 @@ def _ready(db: str, n: int = 1) -> bool:
 def test_a_failed_start_up_is_one_alert_with_kind_at_phase_and_figures(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text("")
-    w = Watch(db, str(log), "--format", "jsonl")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl")
     append(log, failed_boot(T0, 1, 43))
     line = w.wait_line(lambda x: '"boot_failed"' in x)
     alert = json.loads(line)
@@ -56,7 +57,7 @@ def test_a_failed_start_up_is_one_alert_with_kind_at_phase_and_figures(db, tmp_p
 def test_a_boot_up_with_its_contract_broken_says_so_once_for_the_deploy(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text("")
-    w = Watch(db, str(log), "--format", "jsonl")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl")
     append(log, boot(T0))  # 1,356,080 KV tokens for 64 x 65,536
     line = w.wait_line(lambda x: '"boot_verdict"' in x)
     verdicts = json.loads(line)["figures"]["verdicts"]
@@ -73,7 +74,7 @@ def test_a_restart_loop_is_one_incident_not_an_alert_per_boot(db, tmp_path):
     loop = "".join(failed_boot(T0 + i * 20 * dt.timedelta(seconds=1), 10 + i, 50 + i) for i in range(5))
     # then a boot that comes up and serves for two minutes: the outage is over
     log.write_text(loop + boot(T0 + 2 * MIN, 20, 60) + served(T0 + 2 * MIN, 12))
-    w = Watch(db, str(log), "--format", "jsonl")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl")
     w.wait_line(lambda x: '"recovered"' in x)
     assert w.stop() == 0
     alerts = w.alerts()
@@ -87,7 +88,7 @@ def test_a_restart_loop_is_one_incident_not_an_alert_per_boot(db, tmp_path):
 def test_kv_cache_usage_above_the_threshold_for_long_enough_then_back(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0))
-    w = Watch(db, str(log), "--format", "jsonl", "--kv-usage-above", "95%", "--for", "30s")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--kv-usage-above", "95%", "--for", "30s")
     wait_until(lambda: _ready(db))
     append(log, served(T0, 5, kv=97.5))  # 40 s above 95 %
     line = w.wait_line(lambda x: '"kv_usage"' in x)
@@ -102,7 +103,7 @@ def test_kv_usage_above_for_less_than_the_duration_says_nothing(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0))
     # samples committed every 0.1 s (not 5 s): their rows say the watch has read the lines
-    w = Watch(db, str(log), "--format", "jsonl", "--kv-usage-above", "95%", "--for", "5m", "--commit-every", "100ms")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--kv-usage-above", "95%", "--for", "5m", "--commit-every", "100ms")
     wait_until(lambda: _ready(db))
     append(log, served(T0, 6, kv=99.0) + served(T0 + MIN, 2, kv=50.0))
     wait_until(lambda: rows(db, "SELECT count(*) FROM runtime_sample")[0][0] >= 7)
@@ -114,7 +115,7 @@ def test_decode_below_the_deploys_previous_boot_is_a_drop(db, tmp_path):
     log = tmp_path / "vllm.log"
     # the deploy's previous boot decoded at 130 t/s; this one comes up and decodes at 100
     log.write_text(boot(T0) + served(T0, 6, tps=130.0) + crash(T0 + 2 * MIN) + boot(T0 + 10 * MIN, 2, 44))
-    w = Watch(db, str(log), "--format", "jsonl", "--decode-drop", "10%", "--decode-window", "1m")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--decode-drop", "10%", "--decode-window", "1m")
     wait_until(lambda: _ready(db))
     append(log, served(T0 + 10 * MIN, 5, tps=100.0, api_pid=2))
     line = w.wait_line(lambda x: '"decode_drop"' in x)
@@ -127,7 +128,7 @@ def test_decode_below_the_deploys_previous_boot_is_a_drop(db, tmp_path):
 def test_no_stats_line_while_requests_ran_is_hung_then_recovered(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0))
-    w = Watch(db, str(log), "--format", "jsonl", "--silent-for", "1s")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--silent-for", "1s")
     wait_until(lambda: _ready(db))
     append(log, served(T0, 2, running=4))
     line = w.wait_line(lambda x: '"hung"' in x, timeout=15)
@@ -142,7 +143,7 @@ def test_an_idle_server_is_not_hung(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(boot(T0))
     # samples committed every 0.1 s (not 5 s): their rows say the watch has read the lines
-    w = Watch(db, str(log), "--format", "jsonl", "--silent-for", "500ms", "--commit-every", "100ms")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--silent-for", "500ms", "--commit-every", "100ms")
     wait_until(lambda: _ready(db))
     append(log, served(T0, 3, running=0))
     wait_until(lambda: rows(db, "SELECT count(*) FROM runtime_sample")[0][0] >= 2)
@@ -154,7 +155,7 @@ def test_an_idle_server_is_not_hung(db, tmp_path):
 def test_table_format_is_one_line_per_alert(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
-    w = Watch(db, str(log))
+    w = Watch(db, *TOLD_FROM_START, str(log))
     line = w.wait_line(lambda x: "boot_failed" in x)
     assert "failed: engine_init_failed@profile, oom@profile (tried_to_allocate 2.00 GiB" in line
     assert line.endswith(f"[{log}:5]")  # "EngineCore failed to start."
@@ -172,7 +173,7 @@ def test_exec_gets_the_alert_on_stdin_and_as_variables(db, tmp_path):
     script.write_text(f'#!/bin/sh\ncat > "{got}.json"\necho "$LEDGER_ALERT_KIND|$LEDGER_ALERT_BOOT|'
                       f'$LEDGER_ALERT_MESSAGE" > "{got}.env"\n')
     script.chmod(0o755)
-    w = Watch(db, str(log), "--format", "jsonl", "--exec", str(script))
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--exec", str(script))
     line = w.wait_line(lambda x: '"boot_failed"' in x)
     wait_until(lambda: (tmp_path / "got.env").exists(), what="the script ran")
     assert w.stop() == 0
@@ -185,7 +186,7 @@ def test_exec_gets_the_alert_on_stdin_and_as_variables(db, tmp_path):
 def test_a_failing_exec_is_reported_and_the_watch_goes_on(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
-    w = Watch(db, str(log), "--format", "jsonl", "--exec", "echo no > /dev/stderr; exit 3")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--exec", "echo no > /dev/stderr; exit 3")
     w.wait_line(lambda x: '"boot_failed"' in x)
     append(log, boot(T0 + MIN, 2, 44))
     wait_until(lambda: _ready(db), what="the next boot, stored")
@@ -234,7 +235,7 @@ def test_the_webhook_is_retried_after_failures_and_gets_the_alert_once(db, tmp_p
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
     # the back-off shortened (its default is 1 s): the retries are what is tested, not the wait
-    w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-backoff", "200ms")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-backoff", "200ms")
     line = w.wait_line(lambda x: '"boot_failed"' in x)
     wait_until(lambda: len(hook.got) == 3, timeout=20, what="two failures, then delivered")
     assert w.stop() == 0
@@ -249,7 +250,7 @@ def test_the_webhook_is_retried_after_failures_and_gets_the_alert_once(db, tmp_p
 def test_a_webhook_that_keeps_failing_is_tried_a_bounded_number_of_times(db, tmp_path, hook):
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
-    w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-backoff", "50ms")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-backoff", "50ms")
     w.wait_line(lambda x: '"boot_failed"' in x)
     wait_until(lambda: len(hook.got) == 4, timeout=30, what="four tries")
     assert w.stop() == 0
@@ -260,7 +261,7 @@ def test_a_webhook_that_keeps_failing_is_tried_a_bounded_number_of_times(db, tmp
 def test_the_ntfy_format_posts_the_message_with_a_title(db, tmp_path, hook):
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
-    w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-format", "ntfy")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-format", "ntfy")
     line = w.wait_line(lambda x: '"boot_failed"' in x)
     wait_until(lambda: hook.got, what="the post")
     assert w.stop() == 0
@@ -272,7 +273,7 @@ def test_the_ntfy_format_posts_the_message_with_a_title(db, tmp_path, hook):
 def test_the_slack_format_posts_a_text_object(db, tmp_path, hook):
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
-    w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-format", "slack")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-format", "slack")
     line = w.wait_line(lambda x: '"boot_failed"' in x)
     wait_until(lambda: hook.got, what="the post")
     assert w.stop() == 0

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from dbutil import rows
 from test_watch import _ingested, _same_as_ingest
-from watchlog import T0, Watch, boot, crash, failed_boot, served, wait_until
+from watchlog import T0, TOLD_FROM_START, Watch, boot, crash, failed_boot, served, wait_until
 
 MiB = 1024 * 1024
 PEAK_MIB = 250  # a watch reads with a few blocks of 8 MiB and a line of 1 MiB at most
@@ -91,7 +91,7 @@ def test_a_hole_of_nuls_before_a_log_is_skipped_in_flat_memory(db, tmp_path, hol
             f.truncate(8 * 1024 * MiB)
             f.seek(0, os.SEEK_END)
         f.write(_log().encode())
-    w = Watch(db, str(log), "--format", "jsonl")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl")
     memory = _Memory(w.proc.pid)
     w.wait_line(lambda x: '"crashed"' in x, timeout=60)
     assert _stops_on(w, signal.SIGINT, 10) < 10
@@ -149,7 +149,7 @@ def test_a_named_pipe_is_read_as_its_writers_write(db, tmp_path):
     """Opened without a writer, then read as one writes, and on when another one comes."""
     fifo = tmp_path / "vllm.fifo"
     os.mkfifo(fifo)
-    w = Watch(db, str(fifo), "--format", "jsonl")
+    w = Watch(db, *TOLD_FROM_START, str(fifo), "--format", "jsonl")
     wait_until(lambda: _watched(db), timeout=30, what="the watch started")
     with open(fifo, "w") as f:  # the watch holds the pipe open: this does not wait
         f.write(failed_boot(T0, 1, 43))

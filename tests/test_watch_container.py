@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 from dbutil import rows
 from test_watch import _same_as_ingest
-from watchlog import T0, Watch, boot, crash, served, wait_until
+from watchlog import T0, TOLD_FROM_START, Watch, boot, crash, served, wait_until
 
 # real containers (podman's start-up, conmon, an image import): heavy, run by .ci/run, not everyday
 pytestmark = pytest.mark.heavy
@@ -56,7 +56,7 @@ def container(tmp_path):
 
 
 def test_a_container_printing_its_log_slowly_is_watched_as_it_prints(db, tmp_path, container):
-    w = Watch(db, "--container", container, "--runtime", "podman", "--format", "jsonl")
+    w = Watch(db, *TOLD_FROM_START, "--container", container, "--runtime", "podman", "--format", "jsonl")
     _podman("start", container)
     w.wait_line(lambda x: '"crashed"' in x, timeout=60)
     assert w.stop() == 0
@@ -190,7 +190,6 @@ def test_a_stopped_container_is_said_down_once_and_looked_for_less_and_less_ofte
     # one look (inspect, and its image and events) per try: 1 s, 2 s, 4 s, 8 s apart — at most 4
     # tries in 10 s, where once a second was 10
     inspects = [x for x in looks if x.startswith("container inspect")]
-    print("looks in 10 s:", looks)
     assert 1 <= len(inspects) <= 4, looks
     down = [a for a in w.alerts() if a["kind"] == "source_down"]
     assert len(down) == 1 and f"container {name} (" in down[0]["message"] and "exit code 1" in down[0]["message"]

@@ -13,7 +13,17 @@ import time
 
 import pytest
 from conftest import ROOT
-from watchlog import T0, LocalHTTP, QuietHandler, Watch, append, boot, failed_boot, wait_until
+from watchlog import (
+    T0,
+    TOLD_FROM_START,
+    LocalHTTP,
+    QuietHandler,
+    Watch,
+    append,
+    boot,
+    failed_boot,
+    wait_until,
+)
 
 
 class _Redirecting:
@@ -100,7 +110,7 @@ def test_a_webhook_answering_302_is_a_failure_reported_not_a_get_counted_deliver
     try:
         log = tmp_path / "vllm.log"
         log.write_text("")
-        w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-backoff", "50ms")
+        w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-backoff", "50ms")
         append(log, failed_boot(T0, 1, 43))
         w.wait_line(lambda x: '"boot_failed"' in x)
         wait_until(lambda: hook.got, timeout=20, what="the POST")
@@ -121,7 +131,7 @@ def test_a_webhook_answering_a_byte_at_a_time_holds_neither_exec_nor_later_alert
         log = tmp_path / "vllm.log"
         log.write_text("")
         got = tmp_path / "exec.txt"
-        w = Watch(db, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-timeout", "1s",
+        w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--webhook", hook.url, "--webhook-timeout", "1s",
                   "--webhook-backoff", "50ms", "--exec", f'echo "$LEDGER_ALERT_KIND" >> {got}')
         append(log, failed_boot(T0, 1, 43))
         w.wait_line(lambda x: '"boot_failed"' in x)

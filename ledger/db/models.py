@@ -319,3 +319,26 @@ class Watch(Base):
     live_boot_id: Mapped[int | None] = mapped_column(Integer)
     deploy_id: Mapped[int | None] = mapped_column(Integer)
     stopped_at: Mapped[str | None] = mapped_column(String(32))
+
+
+class WatchAlert(Base):
+    """An alert a watch raised, kept so it is delivered at least once and told once: written in
+    the transaction that stores what it tells (a boot's outcome), ``pending`` until stdout and
+    every sink had it (then ``delivered``), resent by the next watch of the source if it is
+    still pending (a kill came between); ``backlog`` for one not told because it was in what
+    the source held when the first watch of it began (docs/watch.md).  ``key`` is what the alert
+    is about (its kind, boot, incident): a restarted watch that reads the source again finds it
+    here and does not tell it again.  ``body`` is the alert as it was raised (JSON)."""
+
+    __tablename__ = "watch_alert"
+    __table_args__ = (UniqueConstraint("source", "key", name="uq_watch_alert_key"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source: Mapped[str] = mapped_column(Text)
+    key: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(32))
+    boot_id: Mapped[int | None] = mapped_column(Integer)
+    logged_at: Mapped[str | None] = mapped_column(String(32))
+    raised_at: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16))
+    delivered_at: Mapped[str | None] = mapped_column(String(32))
+    body: Mapped[str] = mapped_column(Text)

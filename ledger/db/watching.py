@@ -16,8 +16,10 @@ restarted ``watch`` that read the file again stores nothing twice.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import socket
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ledger import parsers
@@ -51,10 +53,17 @@ def _now() -> str:
 @dataclass
 class Stored:
     """What writing a watched boot did: its id (None: a longer version of it is stored, which
-    was left alone), and the outcome it had in the ledger before (None: it is new)."""
+    was left alone), the outcome it had in the ledger before (None: it is new), and the alerts
+    ``decide`` gave, recorded in the same transaction."""
 
     boot_id: int | None
     before: str | None
+    alerts: list[Any] = field(default_factory=list)
+
+
+# (writer, cursor, boot id, outcome before) -> the alert rows to record with the boot (``alert_row``):
+# called inside the boot's transaction, after its rows are written (it may read them back)
+Decide = Callable[[Writer, Any, int, "str | None"], list[dict[str, Any]]]
 
 
 def _year(boot: parsers.Boot) -> str | None:
@@ -106,9 +115,9 @@ def _find(writer: Writer, cur: Any, boot: parsers.Boot, row: dict[str, Any], fac
 
 
 def store_watched(writer: Writer, boot: parsers.Boot, source_path: str, info: DeployInfo, spool: SampleSpool,
-                  running: bool, origin: dict[str, str] | None = None) -> Stored:
+                  running: bool, origin: dict[str, str] | None = None, decide: Decide | None = None) -> Stored:
     """Write a boot with every sample read so far (``spool``), in one transaction: new, or in
-    place of its stored version (module docstring)."""
+    place of its stored version (module docstring); with the alerts ``decide`` gives."""
     row, shape, facts, failures = _boot_rows(boot, source_path, None)
 
     def write() -> Stored:
@@ -126,13 +135,100 @@ def store_watched(writer: Writer, boot: parsers.Boot, source_path: str, info: De
                 q = writer.mark
                 cur.execute(f"DELETE FROM runtime_sample_row WHERE boot_id = {q}", (bid,))
                 cur.execute(f"DELETE FROM boot_runtime WHERE boot_id = {q}", (bid,))
-            else:
-                return Stored(bid, before)
-            store_samples(writer, cur, bid, [(spool, False)], _year(boot))
-            return Stored(bid, before)
+            if rewrite:
+                store_samples(writer, cur, bid, [(spool, False)], _year(boot))
+            alerts = _decided(writer, cur, decide, bid, before)
+            return Stored(bid, before, alerts)
 
     result: Stored = retrying(write)
     return result
+
+
+def _decided(writer: Writer, cur: Any, decide: Decide | None, bid: int, before: str | None) -> list[dict[str, Any]]:
+    """The alerts of a boot just written, recorded with it (``watch_alert``)."""
+    if decide is None:
+        return []
+    rows = decide(writer, cur, bid, before)
+    _insert_alerts(writer, cur, rows)
+    return rows
+
+
+def alert_row(source: str, key: str, alert: dict[str, Any], state: str) -> dict[str, Any]:
+    """A ``watch_alert`` row: ``alert`` is the alert's JSON (``Alert.to_json``); ``state``
+    ``pending`` (to be delivered) or ``backlog`` (not told)."""
+    return {"source": source, "key": key, "kind": str(alert["kind"]), "boot_id": _int(alert.get("boot")),
+            "logged_at": alert.get("logged_at"), "raised_at": alert["raised_at"], "state": state,
+            "delivered_at": None, "body": json.dumps(alert, default=str)}
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _insert_alerts(writer: Writer, cur: Any, rows: list[dict[str, Any]]) -> None:
+    q = writer.mark
+    for row in rows:
+        cur.execute(f"SELECT 1 FROM watch_alert WHERE source = {q} AND {_key_col(writer)} = {q}",
+                    (row["source"], row["key"]))
+        if cur.fetchone() is None:  # another watch of the source may have told it
+            writer.insert(cur, "watch_alert", row)
+
+
+def _key_col(writer: Writer) -> str:
+    return '"key"'  # a keyword of some SQL dialects: quoted on both databases
+
+
+def record_alerts(writer: Writer, rows: list[dict[str, Any]]) -> None:
+    """Alerts raised outside a boot's write (runtime, the source itself), in a transaction."""
+
+    def write() -> None:
+        with writer.transaction() as cur:
+            _insert_alerts(writer, cur, rows)
+
+    retrying(write)
+
+
+def alert_keys(writer: Writer, source: str) -> dict[str, str]:
+    """The alerts recorded for ``source``: each key's state (pending, delivered, or backlog)."""
+    rows = _rows(writer, f"SELECT {_key_col(writer)} AS k, state FROM watch_alert WHERE source = {writer.mark}",
+                 (source,))
+    return {r["k"]: r["state"] for r in rows}
+
+
+def pending_alerts(writer: Writer, source: str) -> list[tuple[str, dict[str, Any]]]:
+    """The alerts of ``source`` not delivered yet (a watch was stopped between), oldest first:
+    (key, the alert's JSON)."""
+    rows = _rows(writer, f"SELECT {_key_col(writer)} AS k, body FROM watch_alert WHERE source = {writer.mark} "
+                         "AND state = 'pending' ORDER BY id", (source,))
+    return [(r["k"], json.loads(r["body"])) for r in rows]
+
+
+def alerts_delivered(writer: Writer, source: str, keys: list[str]) -> None:
+    """Alerts stdout and every sink had (delivered, or given up on after their tries)."""
+    if not keys:
+        return
+    q = writer.mark
+
+    def write() -> None:
+        with writer.transaction() as cur:
+            for key in keys:
+                cur.execute(f"UPDATE watch_alert SET state = 'delivered', delivered_at = {q} "
+                            f"WHERE source = {q} AND {_key_col(writer)} = {q} AND state = 'pending'",
+                            (_now(), source, key))
+
+    retrying(write)
+
+
+def watched_before(writer: Writer, source: str, watch_id: int | None) -> bool:
+    """Whether another watch (or an earlier one) of ``source`` has a row: a watch that is not the
+    source's first."""
+    q = writer.mark
+    rows = _rows(writer, f"SELECT count(*) AS n FROM watch WHERE source = {q} AND id <> {q}",
+                 (source, watch_id if watch_id is not None else -1))
+    return bool(rows and rows[0]["n"])
 
 
 def _origin(writer: Writer, cur: Any, bid: int, origin: dict[str, str], new: bool = False) -> None:
@@ -158,16 +254,17 @@ def _update(writer: Writer, cur: Any, bid: int, deploy: int, row: dict[str, Any]
 
 
 def append_watched(writer: Writer, boot_id: int, boot: parsers.Boot, source_path: str, info: DeployInfo,
-                   samples: list[parsers.RuntimeSample], origin: dict[str, str] | None = None) -> str | None:
+                   samples: list[parsers.RuntimeSample], origin: dict[str, str] | None = None,
+                   decide: Decide | None = None) -> Stored:
     """One batch of a boot already written: the boot as read now, and the samples read since
-    the last batch (appended after the ledger's last sample), in one transaction.  The outcome
-    the boot had before."""
+    the last batch (appended after the ledger's last sample), in one transaction, with the
+    alerts ``decide`` gives.  The outcome the boot had before."""
     row, shape, facts, failures = _boot_rows(boot, source_path, None)
     spool = SampleSpool()
     spool.add(samples)
     q = writer.mark
 
-    def write() -> str | None:
+    def write() -> Stored:
         with writer.transaction() as cur:
             cur.execute(f"SELECT outcome FROM boot WHERE id = {q}", (boot_id,))
             found = cur.fetchone()
@@ -181,41 +278,45 @@ def append_watched(writer: Writer, boot_id: int, boot: parsers.Boot, source_path
                             f"last_sample_id = {q} WHERE boot_id = {q}", (stats, spec, after - 1, boot_id))
                 if spec:
                     record_kv_formula(writer, cur, boot_id)  # the boot speculates: the formula must know
-            return before
+            return Stored(boot_id, before, _decided(writer, cur, decide, boot_id, before))
 
-    result: str | None = retrying(write)
+    result: Stored = retrying(write)
     return result
 
 
 # -- what the alerts read back ------------------------------------------------------------------
 
 
-def _rows(writer: Writer, sql: str, params: tuple) -> list[dict[str, Any]]:
-    cur = writer.conn.cursor()
+def _rows(writer: Writer, sql: str, params: tuple, cur: Any = None) -> list[dict[str, Any]]:
+    """The rows of a read, as dicts; on ``cur`` (inside a transaction) or in a read of its own."""
+    own = cur is None
+    if own:
+        cur = writer.conn.cursor()
     try:
         cur.execute(sql, params)
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     finally:
-        cur.close()
-        writer.conn.commit()  # end the read (SQLite: a snapshot held open would pin the WAL)
+        if own:
+            cur.close()
+            writer.conn.commit()  # end the read (SQLite: a snapshot held open would pin the WAL)
 
 
-def boot_checks(writer: Writer, boot_id: int) -> dict[str, dict[str, Any] | None]:
+def boot_checks(writer: Writer, boot_id: int, cur: Any = None) -> dict[str, dict[str, Any] | None]:
     """A stored boot's rows of the reconciliation views (``verdicts``' words take them)."""
     q = writer.mark
     out: dict[str, dict[str, Any] | None] = {}
     for view in ("kv_reconciliation", "capacity_contract", "budget_ceilings"):
-        rows = _rows(writer, f"SELECT * FROM {view} WHERE boot_id = {q}", (boot_id,))
+        rows = _rows(writer, f"SELECT * FROM {view} WHERE boot_id = {q}", (boot_id,), cur)
         out[view] = rows[0] if rows else None
     return out
 
 
-def boot_place(writer: Writer, boot_id: int) -> dict[str, Any]:
+def boot_place(writer: Writer, boot_id: int, cur: Any = None) -> dict[str, Any]:
     """A stored boot's deploy (id, label, commit, image)."""
     q = writer.mark
     rows = _rows(writer, f"SELECT d.id AS deploy_id, d.label, d.commit_sha, d.image_digest FROM boot b "
-                         f"JOIN deploy d ON d.id = b.deploy_id WHERE b.id = {q}", (boot_id,))
+                         f"JOIN deploy d ON d.id = b.deploy_id WHERE b.id = {q}", (boot_id,), cur)
     return rows[0] if rows else {}
 
 

@@ -51,7 +51,14 @@ def _boot(a: dict[str, Any]) -> str:
 
 
 def message(a: dict[str, Any]) -> str:
-    """What happened, in one line (no time, no source)."""
+    """What happened, in one line, with the log's time of it (``logged at …``: a person reading
+    the alert later, or one resent after a restart, knows when it was); no source."""
+    said = _what(a)
+    when = a.get("logged_at")
+    return f"{said}; logged at {str(when).replace('T', ' ')}" if when else said
+
+
+def _what(a: dict[str, Any]) -> str:
     f = a["figures"]
     kind = a["kind"]
     boot = _boot(a)

@@ -53,8 +53,8 @@ def follower_for(source: str | None, container: str | None, runtime: str | None,
         raise LedgerError("give one of SOURCE (a log file, or - for stdin), --container NAME and --unit NAME")
     if runtime and not container:
         raise LedgerError("--runtime goes with --container")
-    if (since or journal_files or journal_dir) and not unit:
-        raise LedgerError("--since, --journal-file and --journal-dir go with --unit")
+    if (journal_files or journal_dir) and not unit:
+        raise LedgerError("--journal-file and --journal-dir go with --unit")
     if container or unit:
         from ..origins import container_origin, journal_origin, unit_origin
 

@@ -7,9 +7,11 @@ Kinds (``docs/watch.md`` lists each one's fields):
 * ``boot_failed`` — a boot's start-up failed (each failure as kind@phase, with its figures);
 * ``boot_verdict`` — a boot came up with a reconciliation verdict off, its capacity contract
   broken or a ceiling over;
-* ``crashed`` — a boot that had come up failed (how long after ready);
+* ``crashed`` — a boot that had come up failed (how long after ready); each one until the
+  outage is a restart loop;
 * ``restart_loop`` — the third failed boot of one incident ("restart loop: 3 boots failed in
   2 min"); the failed boots after it say nothing more;
+* ``source_down`` — the container watched stopped or was removed;
 * ``kv_usage`` — GPU KV cache usage above ``kv_above`` percent for ``kv_for`` seconds (log time);
 * ``decode_drop`` — the median decode throughput over the last ``decode_window`` seconds (log
   time) below the deploy's previous boot that came up by ``decode_drop`` percent;
@@ -20,10 +22,19 @@ Kinds (``docs/watch.md`` lists each one's fields):
 Each alert opens an incident that raises nothing more until it is over: a restart loop is one
 ``boot_failed``, one ``restart_loop`` and, once a boot stays up, one ``recovered``.  The same
 failing verdicts on the next boot are not news either (they are once a boot had them ok).
+
+What it raises follows from the boots in their order, not from when they were read: a boot's
+outcome is taken once per boot (``outcomes``), an outage ends when a boot has been up for
+``RECOVERED_AFTER_S`` of log time (looked at when it fails too), so a watch that reads the
+source again from its start raises the same alerts, with the same ``key`` — and the watch, which
+keeps the keys it told (``watch_alert``), tells none of them twice.  ``fork`` gives a copy to
+decide with inside a transaction that may be tried again; ``adopt`` takes its state once it
+committed.
 """
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import statistics
 from collections import deque
@@ -63,13 +74,22 @@ class Alert:
     deploy: str | None  # the deploy's label (or commit, image)
     logged_at: str | None  # the log's time of what it is about (ISO 8601, no zone: the log's clock)
     line: int | None  # the line that shows it, where one does
-    incident: str  # what it opens or closes: down, verdict, kv_usage, decode_drop, hung
+    incident: str  # what it opens or closes: down, verdict, kv_usage, decode_drop, hung, source
     figures: dict[str, Any] = field(default_factory=dict)
+    key: str = field(default="", repr=False)  # what it is about (kind, boot, incident): told once per source
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["kind"] = str(self.kind)
+        out.pop("key")
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], key: str) -> Alert:
+        """An alert as ``to_json`` gave it (a pending one, sent again)."""
+        return cls(AlertKind(data["kind"]), str(data["source"]), str(data["raised_at"]), data.get("boot"),
+                   data.get("deploy"), data.get("logged_at"), data.get("line"), str(data["incident"]),
+                   dict(data.get("figures") or {}), key)
 
 
 @dataclass
@@ -128,6 +148,7 @@ class _Down:
     up_boot: str | None = None  # a boot that came up since, and when (log time; wall clock)
     up_at: str | None = None
     up_wall: float | None = None
+    silent: bool = False  # opened by an alert not told (the backlog): not carried into what is told
 
 
 class Alerter:
@@ -143,14 +164,42 @@ class Alerter:
         self.clock = clock or time.monotonic
         self.down: _Down | None = None
         self.verdicts: set[tuple[str, str]] = set()  # failing verdicts already told
-        self.raised: list[Alert] = []
+        self.outcomes: dict[str, str] = {}  # each boot's outcome as last taken
         self._boot_reset(None, None)
+
+    def silent(self, alert: Alert) -> None:
+        """``alert`` was not told (the backlog): the incident it opened is not one a person knows
+        of, so it holds back nothing that follows (the next failure is told, a verdict again)."""
+        if alert.incident == "down" and self.down is not None and alert.kind != AlertKind.recovered:
+            self.down.silent = True
+        elif alert.kind == AlertKind.boot_verdict:
+            self.verdicts = set()
+
+    def fork(self, emit: Callable[[Alert], None]) -> Alerter:
+        """A copy that raises to ``emit`` and whose state this one takes only by ``adopt``."""
+        twin = copy.copy(self)
+        state = {k: v for k, v in self.__dict__.items() if k not in ("emit", "clock")}
+        twin.__dict__.update(copy.deepcopy(state))
+        twin.emit = emit
+        return twin
+
+    def adopt(self, twin: Alerter) -> None:
+        """Take the state of a fork (its decisions were committed)."""
+        for k, v in twin.__dict__.items():
+            if k not in ("emit", "clock"):
+                setattr(self, k, v)
 
     # -- helpers ------------------------------------------------------------------------------------
     def _raise(self, kind: AlertKind, boot: str | None, deploy: str | None, logged_at: str | None,
                line: int | None, incident: str, **figures: Any) -> None:
         alert = Alert(kind, self.source, _utc_now(), boot, deploy, logged_at, line, incident, figures)
-        self.raised.append(alert)
+        if kind in (AlertKind.kv_usage, AlertKind.decode_drop, AlertKind.hung) or incident in ("kv_usage", "decode_drop",
+                                                                                                "hung"):
+            alert.key = f"{kind}:{boot}:{incident}:{line}"  # a boot's runtime incidents, each by its line
+        elif incident == "source":
+            alert.key = f"{kind}:{incident}:{alert.raised_at}:{figures.get('reason')}"
+        else:
+            alert.key = f"{kind}:{boot}:{incident}"  # a boot's outcome, verdict, outage: once
         self.emit(alert)
 
     def _boot_reset(self, boot: str | None, deploy: str | None) -> None:
@@ -166,33 +215,57 @@ class Alerter:
         self.hung_open = False
 
     # -- boots ----------------------------------------------------------------------------------------
-    def on_boot(self, boot_id: str, boot: parsers.Boot, before: str | None, deploy: str | None,
+    def on_boot(self, boot_id: str, boot: parsers.Boot, deploy: str | None,
                 checks: list[dict[str, Any]] | None = None, live: bool = True) -> None:
-        """A boot was stored: ``before`` is the outcome the ledger had for it (None: new), so
-        an outcome told once (by this watch or the one before a restart) is not told again.
-        ``checks``: its verdict lines (what, verdict, detail), for a boot that came up.
-        ``live``: read as it happened (the wall clock counts), not caught up with."""
+        """A boot was stored: each of its outcomes is taken once (a boot written again with the
+        same outcome only moves an outage towards its end).  ``checks``: its verdict lines (what,
+        verdict, detail), for a boot that came up.  ``live``: read as it happened (the wall
+        clock counts), not caught up with."""
         if boot_id != self.boot:
             self._boot_reset(boot_id, deploy)
         outcome = str(boot.outcome)
+        before = self.outcomes.get(boot_id)
         if outcome == before:
             self._maybe_recovered(boot, live)
             return
+        self.outcomes[boot_id] = outcome
+        came_up = boot.ready_line is not None and before in (None, "incomplete")
         if outcome in ("failed", "crashed"):
-            self._failed(boot_id, boot, deploy, before)
+            if outcome == "crashed" and came_up:
+                self._up(boot_id, boot, deploy, checks, live)  # it came up first (read in one go)
+            self._failed(boot_id, boot, deploy)
             return
-        if outcome == "ready" and before in (None, "incomplete"):
-            if self.down is not None and self.down.up_boot != boot_id:
-                self.down.up_boot, self.down.up_at = boot_id, boot.ready_at
-                self.down.up_wall = self.clock() if live else None
-            self._verdicts(boot_id, boot, deploy, checks or [])
+        if outcome == "ready" and came_up:
+            self._up(boot_id, boot, deploy, checks, live)
             self._maybe_recovered(boot, live)
 
-    def _failed(self, boot_id: str, boot: parsers.Boot, deploy: str | None, before: str | None) -> None:
+    @staticmethod
+    def wants_checks(boot_id: str, boot: parsers.Boot, outcomes: dict[str, str]) -> bool:
+        """Whether ``on_boot`` of this boot now reads its verdicts (it comes up, to the alerter)."""
+        return boot.ready_line is not None and outcomes.get(boot_id) in (None, "incomplete") \
+            and str(boot.outcome) in ("ready", "crashed")
+
+    def _up(self, boot_id: str, boot: parsers.Boot, deploy: str | None, checks: list[dict[str, Any]] | None,
+            live: bool) -> None:
+        if self.down is not None and self.down.up_boot != boot_id:
+            self.down.up_boot, self.down.up_at = boot_id, boot.ready_at
+            self.down.up_wall = self.clock() if live else None
+        self._verdicts(boot_id, boot, deploy, checks or [])
+
+    def _failed(self, boot_id: str, boot: parsers.Boot, deploy: str | None) -> None:
         first = boot.failures[0] if boot.failures else None
         crashed = str(boot.outcome) == "crashed"
         when = (first.logged_at if first else None) or boot.ended_at
         down = self.down
+        if down is not None and down.silent:
+            self.down = down = None  # nobody heard of that outage: this failure opens one
+        if down is not None and down.up_boot is not None:
+            # the boot that was up since the last failure: an outage ends after a minute up (log
+            # time), whenever it is looked at — so a crash after that is a new outage
+            up = _seconds(down.up_at, when)
+            if up is not None and up >= RECOVERED_AFTER_S:
+                self._recovered_down(down.up_at)
+                down = None
         if down is None:
             self.down = down = _Down(boot.started_at, [boot_id])
             if crashed:
@@ -212,6 +285,11 @@ class Alerter:
             self._raise(AlertKind.restart_loop, boot_id, deploy, _iso(when), first.line if first else None, "down",
                         failed_boots=len(down.boots), seconds=_seconds(down.first_at, boot.ended_at),
                         boots=list(down.boots), failures=failure_figures(boot))
+        elif crashed and not down.looped:
+            # a boot that came up and crashed is news within an outage too, until it is a loop
+            self._raise(AlertKind.crashed, boot_id, deploy, _iso(when), first.line if first else None, "down",
+                        failures=failure_figures(boot), ready_at=_iso(boot.ready_at),
+                        seconds_after_ready=_seconds(boot.ready_at, when))
 
     def _maybe_recovered(self, boot: parsers.Boot, live: bool) -> None:
         down = self.down
@@ -226,6 +304,8 @@ class Alerter:
         down = self.down
         assert down is not None
         self.down = None
+        if down.silent:
+            return  # an outage nobody was told of ends without a word
         self._raise(AlertKind.recovered, down.up_boot, self.deploy, _iso(ready_at), None, "down",
                     recovered_from="down", failed_boots=len(down.boots), boots=list(down.boots),
                     seconds_down=_seconds(down.first_at, ready_at))

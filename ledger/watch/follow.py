@@ -171,6 +171,7 @@ class FileFollower:
     boot being read there and numbers the lines anew)."""
 
     CHECK = 4096
+    exact_catch_up = True  # caught_up: the file's end as it was found, not a pause
 
     def __init__(self, path: str, on_note: Callable[[str], None] | None = None, poll: float = POLL_S,
                  ledger: Path | None = None):

@@ -23,6 +23,7 @@ ends, its runtime samples committed in batches, and the alerts raised on the way
 from __future__ import annotations
 
 import dataclasses
+import queue
 import signal
 import threading
 import time
@@ -44,6 +45,10 @@ from .alerts import Alert, Alerter, Thresholds
 # Ctrl-C and SIGTERM wait up to half a second.  While a boot's write is due, 0.05 s.
 READ_WAIT_S = 0.1
 READ_WAIT_DUE_S = 0.05
+# A file's backlog ends at its end as the watch found it; a command's (journalctl, podman logs) or
+# a pipe's at its first pause this long after the first lines: they print what they hold in
+# pieces, and a short read is not the end of it
+BACKLOG_QUIET_S = 0.5
 
 
 @dataclass
@@ -95,12 +100,25 @@ class Watch:
 
     def __init__(self, open_writer: Callable[[], Writer], follower: Follower, settings: Settings,
                  rules: Any = None, emit: Callable[[Alert], None] | None = None,
-                 on_note: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic):
+                 on_note: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
+                 sinks: Any = None, alert_since: str | None = None):
         self.open_writer, self.follower, self.s = open_writer, follower, settings
         self.emit = emit or (lambda _a: None)
         self.on_note = on_note or (lambda _t: None)
         self.clock = clock
-        self.alerter = Alerter(settings.source, self._alert, settings.thresholds, clock)
+        # --exec and --webhook (``sinks.Sinks``): an alert is delivered once stdout and each had it
+        self.sinks = sinks
+        if sinks is not None:
+            sinks.on_done = self._sink_done
+        self._done: queue.Queue[tuple[str, str]] = queue.Queue()  # (source, key) of alerts delivered
+        self.told: dict[str, str] = {}  # the alerts the ledger holds for the source: key -> state
+        self.first_watch = True  # no watch of this source before this one: its backlog is not told
+        # the backlog told after all (--since): None, none of it; "": all of it; else from that log time on
+        self.alert_since = alert_since
+        self.backlog_lines: int | None = None  # lines the source held when the watch began (once read)
+        self.runs = 0  # new runs since the start (a truncation, a redeploy): read live, never backlog
+        self._trial: tuple[Alerter, list[Alert]] | None = None
+        self.alerter = Alerter(settings.source, self._raised, settings.thresholds, clock)
         self.rules = rules
         self.live = _live(rules, settings.year, self._sink)
         self.lines_before = 0  # lines of the source's earlier runs (before a truncation)
@@ -124,12 +142,22 @@ class Watch:
 
     def run(self) -> dict[str, Any]:
         """Watch until the source ends or ``stop``; store what was read; the summary."""
-        from ..db.watching import watch_started, watch_stopped
+        from ..db.watching import (
+            alert_keys,
+            pending_alerts,
+            watch_started,
+            watch_stopped,
+            watched_before,
+        )
 
         handlers = self._signals()
         try:
             self.writer = self.open_writer()
+            self.first_watch = not self._db(watched_before, self.s.source, None)
             self.watch_id = self._db(watch_started, self.s.source)
+            self.told = self._db(alert_keys, self.s.source)
+            for key, body in self._db(pending_alerts, self.s.source):
+                self._deliver(Alert.from_json(body, key))  # raised by a watch stopped before it was delivered
             ended = False
             while not self.stopping:
                 waiting = self._waiting()
@@ -141,6 +169,9 @@ class Watch:
                 if data:
                     self.last_data = now
                     self._finished(self.live.feed(data))
+                if self.backlog_lines is None and self.follower.caught_up and (
+                        getattr(self.follower, "exact_catch_up", False) or now - self.last_data >= BACKLOG_QUIET_S):
+                    self.backlog_lines = self.live.lines  # what the source held at the start: read
                 # (getattr: a follower of a test or a library may have neither)
                 if getattr(self.follower, "new_run", False):
                     self.follower.new_run = False
@@ -152,7 +183,11 @@ class Watch:
                 self.alerter.tick(self._year())
                 if now - self.seen_at >= self.s.heartbeat:
                     self._seen()
+                self._mark_delivered()
             self._finished(self.live.end())
+            if self.sinks is not None:
+                self.sinks.close()  # what is queued, delivered (a bounded wait) before it is marked so
+            self._mark_delivered()
             self._db(watch_stopped, self.watch_id)
             return self.summary(ended)
         finally:
@@ -175,6 +210,7 @@ class Watch:
         self._finished(self.live.end())
         self.lines_before += self.live.lines
         self.live = _live(self.rules, self.s.year, self._sink)
+        self.runs += 1
         origin = getattr(self.follower, "origin", None)
         if origin is not None and origin.source_name != self.s.source:
             self.s.source, self.s.origin = origin.source_name, dict(origin.facts)
@@ -210,9 +246,108 @@ class Watch:
         st = self.states.get(id(cur)) if cur is not None else None
         return st is not None and st.trigger is not None
 
-    def _alert(self, alert: Alert) -> None:
+    # -- alerts: told once, delivered at least once -----------------------------------------------------
+    def _backlog(self, alert: Alert) -> bool:
+        """Whether ``alert`` is about what the source held when the first watch of it began (a
+        log months old: not news), and was not asked for with ``--since``."""
+        if not self.first_watch or self.runs or alert.incident == "source":
+            return False  # (a container down is now, whatever was read before)
+        if self.alert_since is not None and (self.alert_since == ""
+                                             or (alert.logged_at or "").replace("T", " ") >= self.alert_since):
+            return False
+        if alert.line is not None and self.backlog_lines is not None:
+            return alert.line <= self.backlog_lines
+        return self.backlog_lines is None
+
+    def _sorted(self, alerts: list[Alert], alerter: Alerter) -> tuple[list[dict[str, Any]], list[Alert]]:
+        """The rows to record of alerts just raised (none of those the ledger holds), and those of
+        them to tell now; the others are the backlog, and ``alerter`` hears they were not told."""
+        from ..db.watching import alert_row
+
+        rows, tell = [], []
+        for a in alerts:
+            state = self.told.get(a.key)
+            if state is None:
+                state = "backlog" if self._backlog(a) else "pending"
+                rows.append(alert_row(a.source, a.key, a.to_json(), state))
+                if state == "pending":
+                    tell.append(a)
+            if state == "backlog":
+                alerter.silent(a)
+        return rows, tell
+
+    def _raised(self, alert: Alert) -> None:
+        """An alert raised outside a boot's write (runtime figures, silence, the source): recorded
+        pending, then told."""
+        from ..db.watching import record_alerts
+
+        rows, tell = self._sorted([alert], self.alerter)
+        if rows:
+            self._db(record_alerts, rows)
+            self.told.update((r["key"], r["state"]) for r in rows)
+        for a in tell:
+            self._deliver(a)
+
+    def _decide(self, boot: parsers.Boot, live: bool, st: _BootState | None) -> Callable[..., list[dict[str, Any]]]:
+        """What ``store_watched``/``append_watched`` call inside the boot's transaction: the
+        alerts of the boot as written (an ``Alerter.fork`` decides them, adopted once the
+        transaction committed: a retried write decides again from the same state)."""
+        from ..db.watching import boot_checks, boot_place
+
+        def decide(writer: Writer, cur: Any, bid: int, _before: str | None) -> list[dict[str, Any]]:
+            deploy = st.deploy if st is not None and st.deploy else None
+            if deploy is None:
+                deploy = _deploy_name(boot_place(writer, bid, cur))
+                if st is not None:
+                    st.deploy = deploy
+            checks = None
+            if Alerter.wants_checks(str(bid), boot, self.alerter.outcomes):
+                checks = _check_lines(boot_checks(writer, bid, cur))
+            raised: list[Alert] = []
+            trial = self.alerter.fork(raised.append)
+            trial.on_boot(str(bid), boot, deploy, checks, live)
+            rows, tell = self._sorted(raised, trial)
+            self._trial = (trial, tell)
+            return rows
+
+        self._trial = None
+        return decide
+
+    def _decided(self, stored: Any) -> None:
+        """After a boot's write committed: the alerter takes the decision's state; its alerts are told."""
+        if self._trial is None:
+            return
+        trial, tell = self._trial
+        self._trial = None
+        self.alerter.adopt(trial)
+        self.told.update((r["key"], r["state"]) for r in stored.alerts)
+        for a in tell:
+            self._deliver(a)
+
+    def _deliver(self, alert: Alert) -> None:
+        """On stdout, then to the sinks; delivered (marked so in the ledger) once every one had it."""
         self.alerts += 1
         self.emit(alert)
+        if self.sinks is not None:
+            self.sinks.send(alert)
+        else:
+            self._done.put((alert.source, alert.key))
+
+    def _sink_done(self, alert: Alert) -> None:  # a sink's thread
+        self._done.put((alert.source, alert.key))
+
+    def _mark_delivered(self) -> None:
+        from ..db.watching import alerts_delivered
+
+        by_source: dict[str, list[str]] = {}
+        while True:
+            try:
+                source, key = self._done.get_nowait()
+            except queue.Empty:
+                break
+            by_source.setdefault(source, []).append(key)
+        for source, keys in by_source.items():
+            self._db(alerts_delivered, source, keys)
 
     def _year(self) -> int | None:
         return self.s.year or self.live.assembler.default_year
@@ -242,20 +377,21 @@ class Watch:
             try:
                 if not self.live.is_vllm:
                     continue
+                decide = self._decide(boot, self.follower.caught_up, st)
                 if st.boot_id is not None:
-                    before = self._db(append_watched, st.boot_id, boot, self.s.source, self.s.info, st.pending,
-                                      self.s.origin)
+                    stored = self._db(append_watched, st.boot_id, boot, self.s.source, self.s.info, st.pending,
+                                      self.s.origin, decide)
                     self.samples_written += len(st.pending)
                     st.pending = []
-                    bid = st.boot_id
                 else:
-                    stored = self._db(store_watched, boot, self.s.source, self.s.info, st.spool, False, self.s.origin)
+                    stored = self._db(store_watched, boot, self.s.source, self.s.info, st.spool, False, self.s.origin,
+                                      decide)
                     if stored.boot_id is None:
                         continue  # a longer version of it is stored
-                    bid, before = stored.boot_id, stored.before
                     self.samples_written += sum(st.spool.counts().values())
+                bid = stored.boot_id
                 self.written.add(bid)
-                self._tell(bid, boot, before, live=self.follower.caught_up)
+                self._decided(stored)
                 if self.serving == bid:
                     self.alerter.boot_over()
                     self.serving = None
@@ -263,39 +399,19 @@ class Watch:
                 st.spool.close()
                 self.states.pop(id(boot), None)
 
-    def _tell(self, bid: int, boot: parsers.Boot, before: str | None, live: bool) -> None:
-        """The alerts of a boot just written."""
-        from ..db.watching import boot_place
-
-        st = self.states.get(id(boot))
-        deploy = st.deploy if st is not None and st.deploy else None
-        if deploy is None:
-            deploy = _deploy_name(self._db(boot_place, bid))
-            if st is not None:
-                st.deploy = deploy
-        checks = None
-        if str(boot.outcome) == "ready" and before in (None, "incomplete"):
-            checks = self._checks(bid)
-        self.alerter.on_boot(str(bid), boot, before, deploy, checks, live)
-
-    def _checks(self, bid: int) -> list[dict[str, Any]]:
-        from ..db.watching import boot_checks
-        from ..verdicts import capacity_line, ceiling_lines, kv_line
-
-        rows = self._db(boot_checks, bid)
-        lines = [kv_line(rows["kv_reconciliation"]), capacity_line(rows["capacity_contract"]),
-                 *ceiling_lines(rows["budget_ceilings"])]
-        return [dict(line.__dict__) for line in lines]
-
     def _commit_due(self, now: float) -> None:
-        """Write the boot being read if its start-up has ended, or its batch if one is due."""
+        """Write the boot being read if its start-up has ended, or its batch if one is due.  A
+        failure waits for the lines of its burst — ``settle`` seconds of quiet, at most
+        ``settle_max`` after it was seen — and, while every failure read names a consequence
+        (a worker died, the engine is dead) and not its cause, the whole ``settle_max``: the
+        line that names the cause (an OOM) often comes a little later."""
         from ..db.watching import append_watched, previous_decode, store_watched
 
         cur = self.live.current
         if cur is None or not self.live.is_vllm or not self.follower.caught_up:
             return
         st = self._state(cur)
-        quiet = now - self.last_data >= self.s.settle
+        quiet = now - self.last_data >= self.s.settle and not _only_consequences(cur)
         if st.boot_id is None:
             if cur.ready_line is None and not cur.failures:
                 return  # still starting up
@@ -305,7 +421,8 @@ class Watch:
                 return
             snap = self.live.peek()
             assert snap is not None
-            stored = self._db(store_watched, snap, self.s.source, self.s.info, st.spool, True, self.s.origin)
+            stored = self._db(store_watched, snap, self.s.source, self.s.info, st.spool, True, self.s.origin,
+                              self._decide(snap, True, st))
             if stored.boot_id is None:
                 return
             self.samples_written += sum(st.spool.counts().values())
@@ -314,7 +431,7 @@ class Watch:
                 self.live.lines
             st.trigger, st.committed = None, now
             self.written.add(stored.boot_id)
-            self._tell(stored.boot_id, snap, stored.before, live=True)
+            self._decided(stored)
             if str(snap.outcome) == "ready":
                 self.serving = stored.boot_id
                 self.alerter.on_serving(str(stored.boot_id), st.deploy, self._db(previous_decode, stored.boot_id))
@@ -330,12 +447,13 @@ class Watch:
             return
         snap = self.live.peek()
         assert snap is not None
-        before = self._db(append_watched, st.boot_id, snap, self.s.source, self.s.info, st.pending, self.s.origin)
+        stored = self._db(append_watched, st.boot_id, snap, self.s.source, self.s.info, st.pending, self.s.origin,
+                          self._decide(snap, True, st))
         self.samples_written += len(st.pending)
         st.pending = []
         st.failures, st.lines, st.trigger, st.committed = len(snap.failures), self.live.lines, None, now
         st.outcome = str(snap.outcome)
-        self._tell(st.boot_id, snap, before, live=True)
+        self._decided(stored)
         if st.outcome in ("failed", "crashed") and self.serving == st.boot_id:
             self.alerter.boot_over()
             self.serving = None
@@ -406,6 +524,24 @@ def _live(rules: Any, year: int | None, sink: Any) -> Any:
     from ledger.parsers.live import LiveParse
 
     return LiveParse(rules, year, sink)
+
+
+# failure kinds that say what happened, not why: an alert naming only these waits a little for
+# the line that names the cause (a CUDA OOM printed after "worker died", issue 38)
+_CONSEQUENCES = frozenset({"worker_died", "engine_dead", "engine_init_failed", "exception"})
+
+
+def _only_consequences(boot: parsers.Boot) -> bool:
+    return bool(boot.failures) and all(str(f.kind) in _CONSEQUENCES for f in boot.failures)
+
+
+def _check_lines(rows: dict[str, Any]) -> list[dict[str, Any]]:
+    """A boot's verdict lines (what, verdict, detail), as ``ledger check`` words them."""
+    from ..verdicts import capacity_line, ceiling_lines, kv_line
+
+    lines = [kv_line(rows["kv_reconciliation"]), capacity_line(rows["capacity_contract"]),
+             *ceiling_lines(rows["budget_ceilings"])]
+    return [dict(line.__dict__) for line in lines]
 
 
 def _deploy_name(place: dict[str, Any]) -> str | None:
