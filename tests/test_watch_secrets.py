@@ -9,7 +9,7 @@ import json
 import time
 
 import pytest
-from watchlog import T0, LocalHTTP, QuietHandler, Watch, failed_boot, wait_until
+from watchlog import T0, TOLD_FROM_START, LocalHTTP, QuietHandler, Watch, failed_boot, wait_until
 
 from ledger.render.redact import SECRET, secrets_hidden
 
@@ -49,7 +49,7 @@ def test_a_webhook_urls_userinfo_is_sent_as_basic_authorization(db, tmp_path, ho
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
     url = f"http://alerts%40ops:p%3Ass@127.0.0.1:{hook.port}/hook?x=1"
-    w = Watch(db, str(log), "--format", "jsonl", "--webhook", url)
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--webhook", url)
     line = w.wait_line(lambda x: '"boot_failed"' in x)
     wait_until(lambda: hook.got, what="the post")
     assert w.stop() == 0
@@ -64,7 +64,7 @@ def test_a_failing_webhooks_message_hides_its_password_and_tokens(db, tmp_path, 
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
     url = f"http://ops:hunter2@127.0.0.1:{hook.port}/hook?auth=s3cret&token=abc123&topic=vllm"
-    w = Watch(db, str(log), "--format", "jsonl", "--webhook", url, "--webhook-backoff", "50ms")
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--webhook", url, "--webhook-backoff", "50ms")
     w.wait_line(lambda x: '"boot_failed"' in x)
     wait_until(lambda: len(hook.got) == 4, timeout=30, what="four tries")
     time.sleep(0.2)
@@ -78,7 +78,7 @@ def test_a_failing_webhooks_message_hides_its_password_and_tokens(db, tmp_path, 
 def test_an_unreachable_webhooks_message_hides_its_password(db, tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(failed_boot(T0, 1, 43))
-    w = Watch(db, str(log), "--format", "jsonl", "--webhook", "http://ops:hunter2@127.0.0.1:9/x?token=abc123",
+    w = Watch(db, *TOLD_FROM_START, str(log), "--format", "jsonl", "--webhook", "http://ops:hunter2@127.0.0.1:9/x?token=abc123",
               "--webhook-backoff", "10ms")
     w.wait_line(lambda x: '"boot_failed"' in x)
     time.sleep(1.5)  # four tries at a closed port: refused at once
