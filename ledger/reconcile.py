@@ -99,11 +99,10 @@ def predict_like(ledger: Ledger, ref: str | None, kv_bytes: int | None = None, t
                                   f"to take a cost per token from")
             c = cost[0]
             bytes_per_token = c["bytes_per_token"]
-            ignored = view_rows(ledger, "boot_kv", [boot.id])[0].get("kv_argument_ignored")
             cost_from = (f"boot {boot.id}: {c['kv_budget_bytes']:,.0f} B / {c['kv_cache_tokens']:,.0f} tokens, "
                          f"{c['kv_budget_source']}, "
                          + (f"--kv-cache-memory-bytes {figures['kv_cache_memory_bytes']:,} asked and not used, "
-                            if ignored else "")
+                            if figures.get("kv_argument_ignored") else "")
                          + ("exact" if not c["kv_budget_precision_bytes"] else
                             f"± {c['bytes_per_token_uncertainty']:.2f} B/token from the printed precision"))
         max_num_seqs = max_num_seqs or figures["max_num_seqs"]
